@@ -1,0 +1,9 @@
+"""Tickwork's domain: the models and the operations on them.
+
+Importing this package registers every table on ``Base.metadata``.
+"""
+
+from models import accounts, actions, channels  # noqa: F401
+from models.base import Base
+
+__all__ = ["Base"]

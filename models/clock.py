@@ -1,0 +1,38 @@
+"""The one place domain code and jobs read the time from.
+
+Production uses :class:`SystemClock`; tests install a :class:`FrozenClock` and move it,
+so no test ever waits in real time.
+"""
+
+from datetime import datetime, timedelta, timezone
+
+
+def utc(dt: datetime) -> datetime:
+    """Return ``dt`` as aware UTC; a naive value is refused."""
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        raise ValueError(f"naive datetime {dt.isoformat()} has no zone")
+    return dt.astimezone(timezone.utc)
+
+
+class SystemClock:
+    """The host's clock, in UTC."""
+
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+
+class FrozenClock:
+    """A clock that moves only when told to."""
+
+    def __init__(self, at: datetime | None = None):
+        self._now = utc(at) if at else datetime.now(timezone.utc)
+
+    def now(self) -> datetime:
+        return self._now
+
+    def set(self, at: datetime) -> None:
+        self._now = utc(at)
+
+    def advance(self, **delta) -> datetime:
+        self._now += timedelta(**delta)
+        return self._now

@@ -1,0 +1,99 @@
+"""A demo workspace: people, channels, and a few weeks of actions in every status."""
+
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from models import lifecycle
+from models.accounts import Membership, User, Workspace
+from models.actions import CancelKind, FailureCode, Origin
+from models.channels import Channel
+from models.database import write_session
+from models.errors import Conflict
+from models.lifecycle import Actor
+from models.scheduling import NewAction, insert_action
+
+DEMO_WORKSPACE = "Demo Bakery"
+DEMO_PASSWORD = "tickwork-demo"
+DEMO_PEOPLE = [("admin@demo.test", "admin"), ("ops@demo.test", "ops"), ("marketer@demo.test", "marketer")]
+DEMO_CHANNELS = [
+    ("instagram", "log", "publish_post"),
+    ("newsletter", "log", "send_email"),
+    ("sms-alerts", "log", "send_sms"),
+]
+_BODIES = [
+    "Fresh sourdough is out of the oven 🍞",
+    "Weekend special: cardamom buns, two for one",
+    "We are closed on Monday for a staff day",
+    "New: rye and caraway loaf, every Thursday",
+    "Last call for holiday pre-orders",
+]
+
+
+def load_demo(runtime) -> str:
+    """Create the demo workspace and return the login lines to print."""
+    now = runtime.now()
+    with write_session() as session:
+        if session.scalar(select(Workspace).where(Workspace.name == DEMO_WORKSPACE)):
+            raise Conflict(f"the demo workspace {DEMO_WORKSPACE!r} already exists")
+        workspace = Workspace(name=DEMO_WORKSPACE, timezone="America/New_York", plan="team", created_at=now)
+        session.add(workspace)
+        session.flush()
+        for email, role in DEMO_PEOPLE:
+            user = session.scalar(select(User).where(User.email == email))
+            if user is None:
+                user = User(email=email, created_at=now)
+                user.set_password(DEMO_PASSWORD)
+                session.add(user)
+                session.flush()
+            session.add(Membership(user_id=user.id, workspace_id=workspace.id, role=role))
+        channels = []
+        for name, kind, action_type in DEMO_CHANNELS:
+            channel = Channel(workspace_id=workspace.id, name=name, kind=kind, config={}, created_at=now)
+            session.add(channel)
+            channels.append((channel, action_type))
+        session.flush()
+        _demo_actions(session, workspace.id, channels, now)
+    people = "\n".join(f"  {email:<22} {role}" for email, role in DEMO_PEOPLE)
+    return (
+        f"Demo workspace {DEMO_WORKSPACE!r} is ready.\n"
+        f"Sign in with any of these, password {DEMO_PASSWORD!r}:\n{people}"
+    )
+
+
+def _demo_actions(session, workspace_id, channels, now):
+    """Three weeks back and three weeks ahead, every status represented, each with its history."""
+    person = Actor(label="user:admin@demo.test")
+    tick = Actor.job("tick")
+    start = now.replace(minute=0, second=0, microsecond=0) - timedelta(days=21)
+    index = 0
+    for day in range(42):
+        for slot, (channel, action_type) in enumerate(channels):
+            index += 1
+            publish_at = start + timedelta(days=day, hours=9 + slot * 3)
+            payload = {"body": _BODIES[index % len(_BODIES)]}
+            if action_type == "send_sms":
+                payload = {"to": "+15555550100", "body": _BODIES[index % len(_BODIES)][:140]}
+            created = min(publish_at - timedelta(days=2), now - timedelta(minutes=5))
+            new = NewAction(action_type=action_type, channel=channel, target_key=channel.name, payload=payload,
+                            publish_at=publish_at, thing_id=f"demo-{index}")
+            row = insert_action(session, workspace_id, new, now=created, actor=person, origin=Origin.PERSON,
+                                reason="created")
+            if publish_at > now:
+                if index % 11 == 0:
+                    lifecycle.cancel(session, row.id, kind=CancelKind.PERSON, now=now - timedelta(minutes=3),
+                                     actor=person, reason="cancelled by admin@demo.test")
+                continue
+            claimed = lifecycle.claim(session, row.id, now=publish_at, actor=tick)
+            token = claimed.action.claim_token
+            if index % 9 == 0:
+                lifecycle.fail(session, row.id, claim_token=token, code=FailureCode.PERMANENT,
+                               message="the provider refused the recipient: +15555550100 is not a mobile number",
+                               now=publish_at + timedelta(seconds=2), actor=tick)
+            elif index % 13 == 0:
+                lifecycle.fail(session, row.id, claim_token=token, code=FailureCode.OUTCOME_UNKNOWN,
+                               message="outcome unknown: the provider timed out after the request was sent",
+                               now=publish_at + timedelta(seconds=30), actor=tick)
+            else:
+                lifecycle.publish(session, row.id, claim_token=token, provider_id=f"log-{row.id}",
+                                  now=publish_at + timedelta(seconds=1), actor=tick)

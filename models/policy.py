@@ -1,0 +1,60 @@
+"""Every gate, timeout, window and budget the engine obeys, as one settings object.
+
+Defaults are production values; tests shrink them so nothing waits in real time.
+The ordering rule for timeouts holds by construction: provider call < Huey task < recovery.
+"""
+
+from dataclasses import dataclass, field, fields, replace
+from datetime import timedelta
+
+DEFAULT_MAX_LATENESS = {
+    "send_sms": timedelta(hours=1),
+    "reminder": timedelta(hours=1),
+    "send_email": timedelta(hours=12),
+    "publish_post": timedelta(hours=6),
+}
+
+
+@dataclass(frozen=True)
+class Policy:
+    max_attempts: int = 5
+    # A publish_at further in the past than this is refused at creation.
+    past_tolerance: timedelta = timedelta(minutes=5)
+    max_payload_bytes: int = 64 * 1024
+    # The reconciler never removes a row younger than this.
+    age_gate: timedelta = timedelta(minutes=2)
+    # The tick: rows per batch, and how long one tick may keep draining.
+    tick_interval: timedelta = timedelta(minutes=1)
+    tick_batch_size: int = 200
+    tick_budget: timedelta = timedelta(seconds=50)
+    # Timeouts, in the order they must fire.
+    provider_timeout: timedelta = timedelta(seconds=30)
+    task_timeout: timedelta = timedelta(minutes=2)
+    recovery_timeout: timedelta = timedelta(minutes=10)
+    # Backoff after a send that never reached the provider.
+    backoff_base: timedelta = timedelta(seconds=30)
+    backoff_cap: timedelta = timedelta(minutes=30)
+    # Misfire: how late each action type may still go out; others use the default.
+    max_lateness: dict = field(default_factory=lambda: dict(DEFAULT_MAX_LATENESS))
+    default_max_lateness: timedelta = timedelta(hours=6)
+
+    def __post_init__(self):
+        if not (self.provider_timeout < self.task_timeout < self.recovery_timeout):
+            raise ValueError("timeouts must be ordered: provider call < Huey task < dead-worker recovery")
+        if self.max_attempts < 1 or self.tick_batch_size < 1:
+            raise ValueError("max_attempts and tick_batch_size are at least 1")
+
+    def lateness_allowed(self, action_type: str) -> timedelta:
+        return self.max_lateness.get(action_type, self.default_max_lateness)
+
+    def with_overrides(self, overrides: dict) -> "Policy":
+        """A copy with ``overrides`` applied; seconds are accepted for every timedelta field."""
+        known = {f.name: f for f in fields(self)}
+        cleaned = {}
+        for key, value in overrides.items():
+            if key not in known:
+                raise ValueError(f"unknown policy setting {key!r}")
+            if isinstance(getattr(self, key), timedelta) and isinstance(value, (int, float)):
+                value = timedelta(seconds=value)
+            cleaned[key] = value
+        return replace(self, **cleaned)

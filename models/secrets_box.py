@@ -1,0 +1,30 @@
+"""Encryption at rest for channel secrets, keyed from the application's secret."""
+
+import base64
+
+from cryptography.fernet import Fernet, InvalidToken
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+
+class SecretUnreadable(Exception):
+    """A stored secret cannot be decrypted (the application secret changed?)."""
+
+
+class SecretBox:
+    """Fernet (AES-128-CBC + HMAC-SHA256) with a key derived by HKDF from the app secret."""
+
+    def __init__(self, app_secret: str):
+        key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"tickwork channel secrets").derive(
+            app_secret.encode()
+        )
+        self._fernet = Fernet(base64.urlsafe_b64encode(key))
+
+    def seal(self, plaintext: str) -> str:
+        return self._fernet.encrypt(plaintext.encode()).decode()
+
+    def open(self, sealed: str) -> str:
+        try:
+            return self._fernet.decrypt(sealed.encode()).decode()
+        except InvalidToken as exc:
+            raise SecretUnreadable("the channel secret cannot be decrypted with this app's secret key") from exc

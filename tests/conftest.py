@@ -1,0 +1,171 @@
+"""Shared fixtures: real SQLite and real PostgreSQL, the same tests on both.
+
+The schema is built once per run by the migrations (the schema of record), then each
+test gets a fresh copy: a copied file on SQLite, ``CREATE DATABASE ... TEMPLATE`` on
+PostgreSQL.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from models.clock import FrozenClock
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_ADMIN_URL = os.environ.get("TICKWORK_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+TEST_SECRET = "test-secret-key-for-tickwork"
+T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
+def _backends(config) -> list[str]:
+    chosen = config.getoption("--db")
+    return ["sqlite", "postgresql"] if chosen == "all" else [chosen]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--db", default="all", choices=["all", "sqlite", "postgresql"],
+                     help="which databases the database tests run on")
+
+
+def pytest_generate_tests(metafunc):
+    if "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", _backends(metafunc.config), scope="session")
+
+
+def _pg_url(dbname: str) -> str:
+    return PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + dbname
+
+
+def _pg_admin(sql: str) -> None:
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def migrate(url: str) -> None:
+    """Run ``tickwork db upgrade`` against ``url`` in a child process, as an operator would."""
+    env = dict(os.environ, TICKWORK_DATABASE_URL=url, TICKWORK_SECRET_KEY=TEST_SECRET, TICKWORK_QUEUE_URL="immediate")
+    result = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=ROOT, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.fixture(scope="session")
+def template_db(backend, tmp_path_factory):
+    """A migrated database to copy per test: a file path on SQLite, a database name on PostgreSQL."""
+    if backend == "sqlite":
+        path = tmp_path_factory.mktemp("template") / "template.db"
+        migrate(f"sqlite:///{path}")
+        yield path
+        return
+    name = f"tickwork_tpl_{WORKER}"
+    _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    _pg_admin(f'CREATE DATABASE "{name}"')
+    migrate(_pg_url(name))
+    yield name
+    _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def database_url(backend, template_db, tmp_path):
+    """A fresh, migrated database for one test."""
+    if backend == "sqlite":
+        path = tmp_path / "tickwork.db"
+        shutil.copy(template_db, path)
+        yield f"sqlite:///{path}"
+        return
+    name = f"tickwork_t_{WORKER}_{uuid.uuid4().hex[:10]}"
+    _pg_admin(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+    yield _pg_url(name)
+    _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def clock():
+    return FrozenClock(T0)
+
+
+@pytest.fixture
+def app_config(database_url, clock, tmp_path):
+    """The test mapping given to create_app; tests may add to it before ``app`` is built."""
+    return {
+        "TESTING": True,
+        "SQLALCHEMY_DATABASE_URI": database_url,
+        "SECRET_KEY": TEST_SECRET,
+        "TICKWORK_QUEUE_URL": "immediate",
+        "TICKWORK_CLOCK": clock,
+        "TICKWORK_POLICY": {},
+    }
+
+
+@pytest.fixture
+def app(app_config):
+    from models.database import db
+    from webapp import create_app
+
+    app = create_app(app_config)
+    yield app
+    with app.app_context():
+        db.engine.dispose()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@dataclass
+class World:
+    """A workspace with one member per role, a token each, and a log channel."""
+
+    workspace_id: int
+    tokens: dict  # role -> raw token
+    users: dict  # role -> user id
+    channel: str
+
+    def auth(self, role: str = "admin") -> dict:
+        return {"Authorization": f"Bearer {self.tokens[role]}"}
+
+
+def make_world(app, name: str = "Acme", zone: str = "America/New_York", channel_kind: str = "log",
+               channel_config: dict | None = None, secret: str | None = None) -> World:
+    from models.accounts import Membership, User, Workspace, issue_token
+    from models.channels import Channel
+    from models.database import write_session
+    from webapp.runtime import runtime
+
+    with app.app_context():
+        rt = runtime()
+        now = rt.now()
+        with write_session() as session:
+            workspace = Workspace(name=name, timezone=zone, created_at=now)
+            session.add(workspace)
+            session.flush()
+            channel = Channel(workspace_id=workspace.id, name="main", kind=channel_kind,
+                              config=channel_config or {}, created_at=now)
+            channel.set_secret(rt.secret_box, secret)
+            session.add(channel)
+            tokens, users = {}, {}
+            for role in ("admin", "ops", "marketer"):
+                user = User(email=f"{role}@{name.lower()}.test", created_at=now)
+                user.set_password("correct horse battery")
+                session.add(user)
+                session.flush()
+                session.add(Membership(user_id=user.id, workspace_id=workspace.id, role=role))
+                session.flush()
+                tokens[role] = issue_token(session, user, workspace, now)
+                users[role] = user.id
+        return World(workspace_id=workspace.id, tokens=tokens, users=users, channel="main")
+
+
+@pytest.fixture
+def world(app) -> World:
+    return make_world(app)

@@ -1,0 +1,43 @@
+"""The Flask application factory."""
+
+from pathlib import Path
+
+from flask import Flask
+
+from models.clock import SystemClock
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def create_app(test_config: dict | None = None) -> Flask:
+    """Build the app: defaults, then the environment, then ``test_config``, then extensions."""
+    app = Flask(__name__, instance_relative_config=True)
+    from webapp.config import build_policy, default_settings, finish_settings
+
+    app.config.from_mapping(default_settings(app.instance_path))
+    if test_config:
+        app.config.from_mapping(test_config)
+    finish_settings(app.config, app.instance_path)
+
+    from models.database import configure_engine, db
+    from models.secrets_box import SecretBox
+    from webapp import api, auth, cli, errors, pages, runtime
+    from webapp.extensions import csrf, migrate
+
+    db.init_app(app)
+    with app.app_context():
+        configure_engine(db.engine)
+    migrate.init_app(app, db, directory=str(MIGRATIONS_DIR))
+    csrf.init_app(app)
+    runtime.init_app(
+        app,
+        clock=app.config.get("TICKWORK_CLOCK") or SystemClock(),
+        policy=build_policy(app.config["TICKWORK_POLICY"]),
+        secret_box=SecretBox(app.config["SECRET_KEY"]),
+    )
+    auth.init_app(app)
+    errors.init_app(app)
+    api.init_app(app)
+    pages.init_app(app)
+    cli.init_app(app)
+    return app

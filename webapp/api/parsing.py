@@ -1,0 +1,100 @@
+"""Turning request bodies and query strings into validated values, or a 4xx naming the field."""
+
+import re
+from datetime import date, datetime, time, timezone
+
+from flask import request
+
+from models.errors import InvalidInput
+from models.wall_time import InvalidTimezone, ResolvedTime, resolve_wall_time
+
+LOCAL_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})$")
+RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+class BadRequest(InvalidInput):
+    status = 400
+
+
+def json_body() -> dict:
+    body = request.get_json(silent=True, force=True)
+    if body is None:
+        raise BadRequest("the request body is not valid JSON", code="invalid_json")
+    if not isinstance(body, dict):
+        raise BadRequest("the request body must be a JSON object", code="invalid_json")
+    return body
+
+
+def required_string(body: dict, field: str, *, max_length: int = 255) -> str:
+    if field not in body or body[field] is None:
+        raise InvalidInput(f"{field} is required", field=field, code="missing")
+    return optional_string(body, field, max_length=max_length)
+
+
+def optional_string(body: dict, field: str, *, max_length: int = 255) -> str | None:
+    value = body.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string", field=field, code="wrong_type")
+    value = value.strip()
+    if not value:
+        raise InvalidInput(f"{field} must not be empty", field=field, code="missing")
+    if len(value) > max_length:
+        raise InvalidInput(f"{field} is longer than {max_length} characters", field=field, code="too_long")
+    return value
+
+
+def parse_instant(value, field: str) -> datetime:
+    """An RFC 3339 timestamp with an offset, as aware UTC."""
+    if not isinstance(value, str) or not RFC3339.match(value.strip()):
+        raise InvalidInput(
+            f"{field} must be an RFC 3339 time with an offset, like 2026-05-20T09:00:00Z", field=field, code="bad_time"
+        )
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("z", "Z"))
+    except ValueError:
+        raise InvalidInput(f"{field} is not a real date and time", field=field, code="bad_time") from None
+    return parsed.astimezone(timezone.utc)
+
+
+def parse_local_time(value, field: str, zone: str) -> ResolvedTime:
+    """``YYYY-MM-DDTHH:MM`` in ``zone``, resolved by the brief's wall-time rules."""
+    match = LOCAL_TIME.match(value.strip()) if isinstance(value, str) else None
+    if not match:
+        raise InvalidInput(f"{field} must look like 2026-05-20T09:00 (the workspace's zone)", field=field, code="bad_time")
+    year, month, day, hour, minute = (int(part) for part in match.groups())
+    try:
+        wall_date, wall_time = date(year, month, day), time(hour, minute)
+    except ValueError:
+        raise InvalidInput(f"{field} is not a real date and time", field=field, code="bad_time") from None
+    try:
+        return resolve_wall_time(wall_date, wall_time, zone)
+    except InvalidTimezone as exc:
+        raise InvalidInput(f"the workspace's time zone is not valid: {exc}", field="timezone", code="bad_zone") from None
+
+
+def parse_schedule_time(body: dict, zone: str) -> tuple[datetime, ResolvedTime | None]:
+    """Exactly one of ``publish_at`` or ``local_time``; returns the instant and any wall-time note."""
+    has_instant = body.get("publish_at") is not None
+    has_local = body.get("local_time") is not None
+    if has_instant == has_local:
+        raise InvalidInput("give either publish_at or local_time, not both or neither", field="publish_at", code="missing")
+    if has_instant:
+        return parse_instant(body["publish_at"], "publish_at"), None
+    resolved = parse_local_time(body["local_time"], "local_time", zone)
+    return resolved.instant, resolved
+
+
+def query_instant(name: str) -> datetime | None:
+    raw = request.args.get(name)
+    return None if raw is None else parse_instant(raw, name)
+
+
+def query_limit(default: int = 50, maximum: int = 200) -> int:
+    raw = request.args.get("limit")
+    if raw is None:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= maximum:
+        raise InvalidInput(f"limit must be a whole number from 1 to {maximum}", field="limit", code="bad_limit")
+    return int(raw)

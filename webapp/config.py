@@ -1,0 +1,52 @@
+"""Configuration from the environment, with defaults for a single box."""
+
+import os
+import secrets
+from pathlib import Path
+
+from models.policy import Policy
+
+
+def _secret_key(instance_path: Path) -> str:
+    """TICKWORK_SECRET_KEY, or one generated into the instance folder on first run."""
+    from_env = os.environ.get("TICKWORK_SECRET_KEY")
+    if from_env:
+        return from_env
+    key_file = instance_path / "secret_key"
+    if not key_file.exists():
+        instance_path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(48))
+    return key_file.read_text().strip()
+
+
+def default_settings(instance_path: str) -> dict:
+    instance = Path(instance_path)
+    return {
+        "SQLALCHEMY_DATABASE_URI": os.environ.get("TICKWORK_DATABASE_URL")
+        or f"sqlite:///{instance / 'tickwork.db'}",
+        "TICKWORK_QUEUE_URL": os.environ.get("TICKWORK_QUEUE_URL") or f"sqlite:///{instance / 'tickwork-queue.db'}",
+        "SECRET_KEY": None,  # filled after the test mapping, so tests never touch the instance folder
+        "TICKWORK_POLICY": {},
+        "SESSION_COOKIE_HTTPONLY": True,
+        "SESSION_COOKIE_SAMESITE": "Lax",
+        "SESSION_COOKIE_SECURE": os.environ.get("TICKWORK_COOKIE_SECURE", "0") == "1",
+        "REMEMBER_COOKIE_HTTPONLY": True,
+        "WTF_CSRF_TIME_LIMIT": None,
+        "MAX_CONTENT_LENGTH": 2 * 1024 * 1024,
+    }
+
+
+def finish_settings(config: dict, instance_path: str) -> None:
+    if not config.get("SECRET_KEY"):
+        config["SECRET_KEY"] = _secret_key(Path(instance_path))
+    uri = config["SQLALCHEMY_DATABASE_URI"]
+    if uri.startswith("postgresql://") or uri.startswith("postgres://"):
+        config["SQLALCHEMY_DATABASE_URI"] = "postgresql+psycopg://" + uri.split("://", 1)[1]
+    if uri.startswith("sqlite:///"):
+        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+
+
+def build_policy(overrides: dict) -> Policy:
+    return Policy().with_overrides(overrides or {})
