@@ -66,7 +66,7 @@ def template_db(backend, tmp_path_factory):
         migrate(f"sqlite:///{path}")
         yield path
         return
-    name = f"tickwork_tpl_{WORKER}"
+    name = f"tickwork_tpl_{WORKER}_{os.getpid()}"
     _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     _pg_admin(f'CREATE DATABASE "{name}"')
     migrate(_pg_url(name))
