@@ -4,6 +4,7 @@ Importing this package registers every table on ``Base.metadata``.
 """
 
 from models import accounts, actions, channels, outbox  # noqa: F401
+from models import posts  # noqa: F401
 from models.base import Base
 
 __all__ = ["Base"]
