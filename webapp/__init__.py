@@ -19,6 +19,7 @@ def create_app(test_config: dict | None = None) -> Flask:
         app.config.from_mapping(test_config)
     finish_settings(app.config, app.instance_path)
 
+    import jobs
     from models.database import configure_engine, db
     from models.secrets_box import SecretBox
     from webapp import api, auth, cli, errors, pages, runtime
@@ -35,6 +36,7 @@ def create_app(test_config: dict | None = None) -> Flask:
         policy=build_policy(app.config["TICKWORK_POLICY"]),
         secret_box=SecretBox(app.config["SECRET_KEY"]),
     )
+    jobs.init_app(app)
     auth.init_app(app)
     errors.init_app(app)
     api.init_app(app)

@@ -9,6 +9,7 @@ from flask.cli import FlaskGroup, with_appcontext
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
+from jobs import cli as jobs_cli
 from models.accounts import Membership, Role, User, Workspace, issue_token
 from models.channels import Channel, validate_channel
 from models.database import db, write_session
@@ -170,6 +171,7 @@ def demo_command():
 def init_app(app: Flask) -> None:
     for command in (workspace_cli, user_cli, token_cli, channel_cli, demo_command):
         app.cli.add_command(command)
+    jobs_cli.init_app(app)
 
 
 def _create_app():

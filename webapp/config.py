@@ -1,5 +1,6 @@
 """Configuration from the environment, with defaults for a single box."""
 
+import json
 import os
 import secrets
 from pathlib import Path
@@ -28,7 +29,7 @@ def default_settings(instance_path: str) -> dict:
         or f"sqlite:///{instance / 'tickwork.db'}",
         "TICKWORK_QUEUE_URL": os.environ.get("TICKWORK_QUEUE_URL") or f"sqlite:///{instance / 'tickwork-queue.db'}",
         "SECRET_KEY": None,  # filled after the test mapping, so tests never touch the instance folder
-        "TICKWORK_POLICY": {},
+        "TICKWORK_POLICY": json.loads(os.environ.get("TICKWORK_POLICY_JSON") or "{}"),
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "SESSION_COOKIE_SECURE": os.environ.get("TICKWORK_COOKIE_SECURE", "0") == "1",

@@ -1,0 +1,28 @@
+"""The clock-driven shell: Huey tasks that run one domain function each, inside the app.
+
+``jobs.queue.huey`` is the one Huey instance; :func:`init_app` points it at the app's
+``TICKWORK_QUEUE_URL`` (nothing connects until a task is enqueued or a consumer starts),
+binds the app for task bodies, and installs the runtime's ``on_due_soon`` hook so that a
+write making a row due before the next tick hands it to the queue with an ``eta``.
+Importing this package imports every task module, so a consumer sees them all.
+
+- The clock jobs and their cadences: :mod:`jobs.periodic`.
+- One pass of a job now (tests, the CLI): :func:`jobs.clock.tick_once`.
+- The dispatch task: :mod:`jobs.tasks`.
+"""
+
+from flask import Flask
+
+from jobs import periodic, tasks
+from jobs.queue import bind_app, huey
+
+__all__ = ["huey", "init_app"]
+
+
+def init_app(app: Flask) -> None:
+    huey.configure(app.config["TICKWORK_QUEUE_URL"])
+    bind_app(app)
+    periodic.register_periodic_tasks()
+    hooks = app.extensions["tickwork"].on_due_soon
+    if tasks.announce_due_soon not in hooks:
+        hooks.append(tasks.announce_due_soon)

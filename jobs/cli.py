@@ -1,0 +1,66 @@
+"""The clock's commands: one per clock job (``tickwork tick``, ...), ``consumer`` and ``serve``."""
+
+import json
+
+import click
+from flask import Flask
+from flask.cli import with_appcontext
+
+from jobs.periodic import CLOCK_JOBS, ClockJob
+from jobs.queue import huey
+
+
+def _clock_job_command(job: ClockJob) -> click.Command:
+    @with_appcontext
+    def command():
+        summary = job.run()
+        click.echo(json.dumps(summary, sort_keys=True, default=str))
+
+    command.__doc__ = f"Run one {job.name} pass now and print its summary as JSON. {job.help}"
+    return click.Command(job.name, callback=command, help=command.__doc__)
+
+
+@click.command("recover")
+@with_appcontext
+def recover_command():
+    """Fail rows left submitted by dead workers (worker lost; outcome unknown) and print the summary."""
+    from jobs.clock import recover_once
+
+    click.echo(json.dumps(recover_once(), sort_keys=True, default=str))
+
+
+@click.command("consumer")
+@click.option("--workers", default=4, show_default=True, help="worker threads")
+@click.option("--no-periodic", is_flag=True, help="do not enqueue the clock jobs from this consumer")
+@click.option("--name", default=None, help="heartbeat name (default host:pid)")
+@with_appcontext
+def consumer_command(workers, no_periodic, name):
+    """Run a queue consumer: dispatch tasks and (unless --no-periodic) the clock jobs."""
+    from flask import current_app
+
+    from jobs.consumer import run_consumer
+
+    if huey.immediate:
+        raise click.ClickException("TICKWORK_QUEUE_URL=immediate runs tasks inline; a consumer needs a queue "
+                                   "(sqlite:///..., postgresql://... or redis://...)")
+    run_consumer(current_app._get_current_object(), workers=workers, periodic=not no_periodic, name=name)
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=5000, show_default=True, type=int)
+@click.option("--web-workers", default=2, show_default=True, help="gunicorn worker processes")
+@click.option("--consumer-workers", default=4, show_default=True, help="consumer worker threads")
+def serve_command(host, port, web_workers, consumer_workers):
+    """Run Tickwork on one box: a web process and a consumer process, restarted if they die."""
+    from jobs.serve import Supervisor
+
+    raise SystemExit(Supervisor.for_single_box(host=host, port=port, web_workers=web_workers,
+                                               consumer_workers=consumer_workers).run())
+
+
+def init_app(app: Flask) -> None:
+    for job in CLOCK_JOBS:
+        app.cli.add_command(_clock_job_command(job))
+    for command in (recover_command, consumer_command, serve_command):
+        app.cli.add_command(command)

@@ -1,0 +1,25 @@
+"""The clock jobs' one-pass entry points, as the periodic tasks and the command line run them.
+
+Each runs inside an app context and returns its summary (a dict, also stored on its
+clock-run row). Tests and other code call them directly::
+
+    with app.app_context():
+        summary = tick_once()               # inline in immediate mode: everything due is sent now
+        summary = tick_once(inline=True)    # inline whatever the queue
+"""
+
+from jobs.tasks import current_dispatcher
+from models.ticks import run_recovery, run_tick
+from webapp.runtime import runtime
+
+
+def tick_once(inline: bool | None = None) -> dict:
+    """One scheduler tick: recover, sweep misfires, dispatch everything due (see models.ticks)."""
+    rt = runtime()
+    return run_tick(clock=rt.clock, policy=rt.policy, dispatcher=current_dispatcher(inline))
+
+
+def recover_once() -> dict:
+    """Only dead-worker recovery (the tick runs it first anyway)."""
+    rt = runtime()
+    return run_recovery(clock=rt.clock, policy=rt.policy)

@@ -1,0 +1,72 @@
+"""``tickwork consumer``: a Huey consumer in the main thread, with a heartbeat beside it."""
+
+import logging
+import os
+import socket
+import threading
+
+from flask import Flask
+from huey.storage import SqliteStorage
+
+from jobs.queue import huey
+from models import heartbeats
+from webapp.runtime import runtime
+
+log = logging.getLogger("tickwork.consumer")
+
+# SqliteHuey cannot be woken; it polls. Huey backs its polling off to 10 s by default,
+# which would make an eta task up to 10 s late. Poll often and cheaply instead.
+SQLITE_POLLING = {"initial_delay": 0.05, "backoff": 1.1, "max_delay": 0.2}
+# PostgresHuey and RedisHuey block on LISTEN / BLPOP, so their delay matters little.
+BLOCKING_POLLING = {"initial_delay": 0.1, "backoff": 1.15, "max_delay": 1.0}
+
+
+def consumer_options(workers: int, periodic: bool) -> dict:
+    polling = SQLITE_POLLING if isinstance(huey.storage, SqliteStorage) else BLOCKING_POLLING
+    return dict(workers=workers, periodic=periodic, worker_type="thread", scheduler_interval=1,
+                check_worker_health=True, health_check_interval=5, **polling)
+
+
+class Heartbeat(threading.Thread):
+    """Writes this consumer's heartbeat row every few seconds until stopped."""
+
+    def __init__(self, app: Flask, name: str):
+        super().__init__(name="tickwork-heartbeat", daemon=True)
+        self.app, self.consumer_name = app, name
+        self.stopping = threading.Event()
+        with app.app_context():
+            self.started_at = runtime().now()
+
+    def run(self):
+        interval = heartbeats.HEARTBEAT_INTERVAL.total_seconds()
+        while not self.stopping.is_set():
+            try:
+                self.beat()
+            except Exception:  # a busy database must not stop the consumer; the next beat retries
+                log.exception("heartbeat %s not written", self.consumer_name)
+            self.stopping.wait(interval)
+
+    def beat(self):
+        with self.app.app_context():
+            heartbeats.beat(self.consumer_name, host=socket.gethostname(), pid=os.getpid(),
+                            started_at=self.started_at, now=runtime().now())
+
+    def stop(self):
+        self.stopping.set()
+        self.join(timeout=5)
+        with self.app.app_context():
+            heartbeats.forget(self.consumer_name)
+
+
+def run_consumer(app: Flask, *, workers: int = 4, periodic: bool = True, name: str | None = None) -> None:
+    """Run until SIGINT / SIGTERM (graceful: running tasks finish)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    name = name or f"{socket.gethostname()}:{os.getpid()}"
+    heartbeat = Heartbeat(app, name)
+    heartbeat.beat()
+    heartbeat.start()
+    consumer = huey.create_consumer(**consumer_options(workers, periodic))
+    try:
+        consumer.run()
+    finally:
+        heartbeat.stop()

@@ -1,0 +1,57 @@
+"""Every clock job and its cadence, in one place: the whole clock on one screen.
+
+Crontabs are evaluated in UTC. Every consumer with periodic tasks on enqueues each job,
+a restarted consumer may run one twice in a minute, and minutes when no consumer ran are
+never caught up; so every job processes "everything due up to now", idempotently, and
+takes its exclusivity from the database (claims, guarded updates), never from Huey locks.
+
+Adding a job: write its one-pass function (app context in, summary dict out; the domain
+work lives in ``models/``, recorded as a clock run with ``models.clock_runs.run_recorded``),
+then add one line below. It becomes the periodic Huey task ``<name>`` and the command
+``tickwork <name>`` (one pass now, summary printed as JSON).
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from huey import crontab
+
+from jobs import clock
+from jobs.queue import huey, task_app
+
+
+@dataclass(frozen=True)
+class ClockJob:
+    name: str  # the Huey task name and the command name
+    cadence: Callable  # a huey.crontab, in UTC
+    run: Callable[[], dict]  # one pass, inside an app context; returns its summary
+    help: str
+
+
+EVERY_MINUTE = crontab(minute="*")
+
+CLOCK_JOBS: list[ClockJob] = [
+    ClockJob("tick", EVERY_MINUTE, clock.tick_once,
+             "Recover lost workers, fail misfires, dispatch every due action, hand off those due within the minute."),
+]
+
+
+def _periodic_task(job: ClockJob):
+    def run_clock_job():
+        with task_app().app_context():
+            return job.run()
+
+    run_clock_job.__doc__ = job.help
+    return huey.periodic_task(job.cadence, name=job.name)(run_clock_job)
+
+
+def register_periodic_tasks() -> dict:
+    """Register every job of CLOCK_JOBS with Huey once; returns name → task."""
+    registered = _registered
+    for job in CLOCK_JOBS:
+        if job.name not in registered:
+            registered[job.name] = _periodic_task(job)
+    return registered
+
+
+_registered: dict = {}

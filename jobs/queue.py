@@ -1,0 +1,97 @@
+"""The one Huey instance, its storage chosen from ``TICKWORK_QUEUE_URL``.
+
+| ``TICKWORK_QUEUE_URL``        | storage                                              |
+|-------------------------------|------------------------------------------------------|
+| ``sqlite:///path/queue.db``   | ``SqliteStorage`` (the default: a file beside the app database) |
+| ``postgresql://...``          | ``PostgresStorage`` (LISTEN/NOTIFY, ``SKIP LOCKED``), tables ``huey_*`` |
+| ``redis://...``               | ``RedisStorage``                                     |
+| ``immediate``                 | Huey's immediate mode: tasks run inline, ``eta`` tasks never run |
+
+Nothing connects at import time, nor when an app is configured: the storage is built on
+first use (an enqueue, or the consumer starting).
+"""
+
+import threading
+from urllib.parse import urlsplit
+
+from flask import Flask, current_app, has_app_context
+from huey import Huey
+from huey.storage import MemoryStorage, PostgresStorage, RedisStorage, SqliteStorage
+
+IMMEDIATE = "immediate"
+
+
+def storage_for(queue_url: str) -> tuple[type | None, dict]:
+    """The storage class and its arguments for a queue URL; (None, {}) means immediate mode."""
+    if queue_url == IMMEDIATE:
+        return None, {}
+    scheme = urlsplit(queue_url).scheme.split("+", 1)[0]
+    if scheme == "sqlite":
+        path = queue_url.split(":///", 1)[1] if ":///" in queue_url else ""
+        if not path:
+            raise ValueError("a sqlite queue URL needs a file: sqlite:///path/to/queue.db")
+        return SqliteStorage, {"filename": path, "timeout": 10}
+    if scheme in ("postgresql", "postgres"):
+        return PostgresStorage, {"dsn": "postgresql://" + queue_url.split("://", 1)[1]}
+    if scheme in ("redis", "rediss"):
+        return RedisStorage, {"url": queue_url}
+    raise ValueError(f"TICKWORK_QUEUE_URL {queue_url!r}: expected sqlite:///..., postgresql://..., redis://... or immediate")
+
+
+class TickworkHuey(Huey):
+    """A Huey whose storage is configured after import and built lazily."""
+
+    def __init__(self, name: str = "tickwork"):
+        self._storage = None
+        self._storage_lock = threading.Lock()
+        self.queue_url = IMMEDIATE
+        # Results are never read: the database is the record of what happened.
+        super().__init__(name, results=False, immediate=True, utc=True)
+
+    def configure(self, queue_url: str) -> None:
+        """Point this Huey at ``queue_url``; the storage is opened on first use."""
+        storage_class, kwargs = storage_for(queue_url)
+        if queue_url == self.queue_url and self._storage is not None:
+            return
+        old, self._storage = self._storage, None
+        if old is not None and not isinstance(old, MemoryStorage):
+            old.close()
+        self.queue_url = queue_url
+        if storage_class is None:
+            self._immediate = True
+            self._storage = MemoryStorage(self.name)
+        else:
+            self._immediate = False
+            self.storage_class = storage_class
+            self.storage_kwargs = kwargs
+
+    @property
+    def storage(self):
+        if self._storage is None:
+            with self._storage_lock:
+                if self._storage is None:
+                    self._storage = self.create_storage()
+        return self._storage
+
+    @storage.setter
+    def storage(self, value):
+        self._storage = value
+
+
+huey = TickworkHuey()
+
+_bound = {"app": None}
+
+
+def bind_app(app: Flask) -> None:
+    """Remember the app task bodies run in when no app context is active (the consumer)."""
+    _bound["app"] = app
+
+
+def task_app() -> Flask:
+    """The app a task body runs in: the active one (inline runs), else the bound one (the consumer)."""
+    if has_app_context():
+        return current_app._get_current_object()
+    if _bound["app"] is None:
+        raise RuntimeError("no Tickwork app is bound to the queue; call jobs.init_app(app) first")
+    return _bound["app"]

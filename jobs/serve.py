@@ -1,0 +1,100 @@
+"""``tickwork serve``: one box, two children: a web process and a consumer process.
+
+A Huey consumer installs signal handlers, which only the main thread of a process may
+do, so the consumer is a child process, not a thread. The supervisor restarts a child
+that dies (waiting longer each time one dies young) and, on SIGINT or SIGTERM, stops
+both children (SIGTERM, then SIGKILL after a grace period) and exits.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+GRACE_SECONDS = 15
+POLL_SECONDS = 0.5
+MAX_RESTART_DELAY = 30.0
+APP = "webapp:create_app()"
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    process: subprocess.Popen | None = None
+    started: float = 0.0
+    restart_delay: float = 0.5
+    restarts: int = 0
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.argv, start_new_session=True)
+        self.started = time.monotonic()
+        _say(f"{self.name} started (pid {self.process.pid})")
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+@dataclass
+class Supervisor:
+    children: list[Child]
+    stopping: bool = field(default=False)
+
+    @classmethod
+    def for_single_box(cls, *, host: str, port: int, web_workers: int = 2, consumer_workers: int = 4) -> "Supervisor":
+        python = sys.executable
+        web = [python, "-m", "gunicorn", APP, "--bind", f"{host}:{port}", "--workers", str(web_workers),
+               "--graceful-timeout", "10", "--access-logfile", "-"]
+        consumer = [python, "-m", "flask", "--app", APP, "consumer", "--workers", str(consumer_workers)]
+        return cls([Child("web", web), Child("consumer", consumer)])
+
+    def _on_signal(self, signum, _frame):
+        self.stopping = True
+
+    def run(self) -> int:
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGTERM, self._on_signal)
+        for child in self.children:
+            child.start()
+        while not self.stopping:
+            time.sleep(POLL_SECONDS)
+            for child in self.children:
+                if self.stopping or child.alive():
+                    continue
+                code = child.process.returncode
+                lived = time.monotonic() - child.started
+                # A child that dies young is restarted after a growing delay, so a broken
+                # configuration does not spin; one that ran a while is restarted at once.
+                child.restart_delay = 0.5 if lived > 60 else min(child.restart_delay * 2, MAX_RESTART_DELAY)
+                _say(f"{child.name} exited with {code}; restarting in {child.restart_delay:g}s")
+                deadline = time.monotonic() + child.restart_delay
+                while not self.stopping and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                if not self.stopping:
+                    child.restarts += 1
+                    child.start()
+        return self.stop()
+
+    def stop(self) -> int:
+        _say("stopping")
+        for child in self.children:
+            if child.alive():
+                child.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + GRACE_SECONDS
+        for child in self.children:
+            if child.process is None:
+                continue
+            try:
+                child.process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                _say(f"{child.name} did not stop within {GRACE_SECONDS}s; killing it")
+                os.killpg(child.process.pid, signal.SIGKILL)
+                child.process.wait()
+        _say("stopped")
+        return 0
+
+
+def _say(message: str) -> None:
+    print(f"tickwork serve: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,84 @@
+"""The one interface every provider speaks, and the outcomes a send can end in.
+
+A provider turns a :class:`Delivery` into exactly one :class:`SendResult`. It never
+touches a scheduled row's status (the dispatcher does that, through the lifecycle), and
+it never raises for something a provider or a network can do: every such case is one of
+the :class:`SendOutcome` classes of the brief's outcome table.
+"""
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+
+class SendOutcome(str, enum.Enum):
+    """How a send ended, and so what happens to the row."""
+
+    SUCCESS = "success"  # accepted: the row is published with the provider's id
+    NOT_SENT = "not_sent"  # never reached the provider (validation, DNS, refused connection): back off, retry
+    RETRY_LATER = "retry_later"  # reached it, and it said "not now" (429, 503): back off, honour Retry-After
+    PERMANENT = "permanent"  # refused for good (bad token, bad recipient): failed
+    UNKNOWN = "unknown"  # may or may not have gone out (timeout after sending, 500/502/504, reset)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Everything a provider needs for one send; the secret is plaintext, so never log this."""
+
+    action_id: int
+    workspace_id: int
+    channel_id: int
+    channel_name: str
+    action_type: str
+    target_key: str
+    payload: dict
+    publish_at: datetime
+    attempt: int
+    config: dict
+    secret: str | None = field(default=None, repr=False)
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across attempts, so a provider that honours it de-duplicates our retries."""
+        return str(self.action_id)
+
+
+@dataclass(frozen=True)
+class SendResult:
+    outcome: SendOutcome
+    message: str = ""
+    provider_id: str | None = None
+    retry_after: timedelta | None = None
+
+    @classmethod
+    def success(cls, provider_id: str | None, message: str = "accepted") -> "SendResult":
+        return cls(SendOutcome.SUCCESS, message, provider_id)
+
+
+@dataclass(frozen=True)
+class SendContext:
+    """What a provider may use besides the delivery: the time, timeouts, a shared HTTP client, the database."""
+
+    now: datetime
+    timeout: float
+    http: Any = None  # an httpx.Client shared by the process
+    engine: Any = None  # the app database, for the log provider
+
+
+class Provider(Protocol):
+    kind: str
+    # Whether the far end de-duplicates on our Idempotency-Key: then an unknown outcome is
+    # retried with the same key instead of failing as "outcome unknown".
+    honours_idempotency_key: bool
+
+    def send(self, delivery: Delivery, context: SendContext) -> SendResult: ...
+
+
+def payload_text(payload: dict, *keys: str) -> str | None:
+    """The first non-empty string among ``keys`` of the payload."""
+    for key in keys:
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None

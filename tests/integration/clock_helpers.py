@@ -1,0 +1,56 @@
+"""Helpers shared by the clock's tests: rows due now, ticks inline, reading rows back."""
+
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from models.actions import ActionEvent, Origin, ScheduledAction
+from models.channels import Channel
+from models.database import read_session, write_session
+from models.lifecycle import Actor
+from models.scheduling import NewAction, insert_action
+from webapp.runtime import runtime
+
+
+def add_actions(app, workspace_id: int, count: int = 1, *, action_type: str = "publish_post", channel: str = "main",
+                due_in: timedelta = timedelta(0), payload: dict | None = None, spacing: timedelta = timedelta(0),
+                thing_prefix: str | None = None) -> list[int]:
+    """Insert ``count`` queued rows due at now + ``due_in`` (+ i × spacing); returns their ids."""
+    with app.app_context():
+        now = runtime().now()
+        ids = []
+        with write_session() as session:
+            chan = session.scalar(select(Channel).where(Channel.workspace_id == workspace_id, Channel.name == channel))
+            for i in range(count):
+                new = NewAction(action_type=action_type, channel=chan, target_key=f"target-{i}",
+                                payload=payload if payload is not None else {"body": f"hello {i}", "to": "+15555550100"},
+                                publish_at=now + due_in + spacing * i,
+                                thing_id=f"{thing_prefix}-{i}" if thing_prefix else None)
+                row = insert_action(session, workspace_id, new, now=now, actor=Actor(label="test"),
+                                    origin=Origin.PERSON)
+                ids.append(row.id)
+        return ids
+
+
+def rows(app, ids=None) -> dict[int, ScheduledAction]:
+    with app.app_context(), read_session() as session:
+        query = select(ScheduledAction).order_by(ScheduledAction.id)
+        if ids is not None:
+            query = query.where(ScheduledAction.id.in_(list(ids)))
+        return {row.id: row for row in session.scalars(query)}
+
+
+def row(app, action_id: int) -> ScheduledAction:
+    return rows(app, [action_id])[action_id]
+
+
+def events(app, action_id: int) -> list[ActionEvent]:
+    with app.app_context(), read_session() as session:
+        return list(session.scalars(select(ActionEvent).where(ActionEvent.action_id == action_id).order_by(ActionEvent.id)))
+
+
+def tick(app, **kwargs) -> dict:
+    from jobs.clock import tick_once
+
+    with app.app_context():
+        return tick_once(**kwargs)
