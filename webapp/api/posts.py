@@ -1,0 +1,248 @@
+"""``/api/v1/posts``: compose, list, inspect, edit, approve, unapprove, archive and Post now."""
+
+import base64
+from datetime import date, time
+
+from flask import Blueprint, jsonify, request
+
+from models.database import db, write_session
+from models.errors import InvalidInput
+from models.posts import (
+    Post,
+    PostStatus,
+    approve_post,
+    archive_post,
+    create_post,
+    delivery_of,
+    get_post,
+    list_posts,
+    parse_wall_time,
+    post_now,
+    post_rows,
+    post_targets,
+    resolve_post_time,
+    unapprove_post,
+    update_post,
+)
+from models.wall_time import InvalidTimezone
+from webapp.api.parsing import json_body, optional_string, query_limit
+from webapp.api.serialize import action_json, iso
+from webapp.auth import api_caller
+from webapp.runtime import runtime
+
+bp = Blueprint("api_posts", __name__, url_prefix="/api/v1/posts")
+
+CREATE_FIELDS = {"body", "media", "local_time", "targets"}
+UPDATE_FIELDS = CREATE_FIELDS
+
+
+def _check_fields(body: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise InvalidInput(f"unknown field {unknown[0]!r}; expected {', '.join(sorted(allowed))}",
+                           field=unknown[0], code="unknown_field")
+
+
+def post_json(session, post: Post, zone: str, *, rows=None, actions: bool = False) -> dict:
+    """A post as the API shows it, with per-target delivery and, if asked, its rows."""
+    targets = post_targets(session, post.id)
+    if rows is None:
+        rows = post_rows(session, post.workspace_id, [post.id])[post.id]
+    delivery = delivery_of([channel.name for channel in targets], rows)
+    try:
+        resolved = resolve_post_time(post, zone)
+        publish_at, note = iso(resolved.instant), resolved.note
+    except InvalidTimezone as exc:
+        publish_at, note = None, f"the workspace's time zone is not valid: {exc}"
+    body = {
+        "id": post.id,
+        "status": post.status,
+        "body": post.body,
+        "media": post.media or [],
+        "local_time": f"{post.wall_date.isoformat()}T{post.wall_time.strftime('%H:%M')}",
+        "timezone": zone,
+        "publish_at": publish_at,
+        "time_note": note,
+        "targets": [
+            {
+                "channel": target.channel,
+                "status": target.status,
+                "action_id": target.latest.id if target.latest else None,
+                "publish_at": iso(target.latest.publish_at) if target.latest else None,
+            }
+            for target in delivery.targets
+        ],
+        "delivery": {"sent": delivery.sent, "total": delivery.total, "label": delivery.label},
+        "revision": post.revision,
+        "created_at": iso(post.created_at),
+        "updated_at": iso(post.updated_at),
+        "approved_at": iso(post.approved_at),
+        "published_at": iso(post.published_at),
+        "archived_at": iso(post.archived_at),
+    }
+    if actions:
+        names = {channel.id: channel.name for channel in targets}
+        body["actions"] = [action_json(row, channel_name=names.get(row.channel_id, row.target_key)) for row in rows]
+    return body
+
+
+def _answer(session, change, caller, *, status: int = 200, note: str | None = None):
+    body = post_json(session, change.post, caller.workspace.timezone, actions=True)
+    if note:
+        body["note"] = note
+    return jsonify(body), status
+
+
+def _time_fields(body: dict) -> tuple[date | None, time | None]:
+    if body.get("local_time") is None:
+        return None, None
+    return parse_wall_time(body["local_time"], "local_time")
+
+
+@bp.post("")
+def create():
+    """Create a draft post."""
+    caller = api_caller()
+    body = json_body()
+    _check_fields(body, CREATE_FIELDS)
+    rt = runtime()
+    if body.get("local_time") is None:
+        raise InvalidInput("local_time is required", field="local_time", code="missing")
+    if body.get("targets") is None:
+        raise InvalidInput("targets is required", field="targets", code="missing")
+    if body.get("body") is None:
+        raise InvalidInput("body is required", field="body", code="missing")
+    wall_date, wall_time = _time_fields(body)
+    with write_session() as session:
+        change = create_post(session, caller.workspace.id, body=body["body"], targets=body["targets"],
+                             wall_date=wall_date, wall_time=wall_time, media=body.get("media"),
+                             actor=caller.actor, now=rt.now(), policy=rt.policy)
+        return _answer(session, change, caller, status=201, note=change.note)
+
+
+def _query_date(name: str) -> date | None:
+    raw = request.args.get(name)
+    if raw is None:
+        return None
+    try:
+        return date.fromisoformat(raw) if len(raw) == 10 else _bad_date(name)
+    except ValueError:
+        return _bad_date(name)
+
+
+def _bad_date(name: str):
+    raise InvalidInput(f"{name} must be a date like 2026-05-20", field=name, code="bad_date")
+
+
+def _encode_cursor(post: Post) -> str:
+    raw = f"{post.wall_date.isoformat()}|{post.wall_time.strftime('%H:%M:%S')}|{post.id}"
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[date, time, int]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        day, at, ident = base64.urlsafe_b64decode(padded.encode()).decode().split("|")
+        return date.fromisoformat(day), time.fromisoformat(at), int(ident)
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidInput("cursor is not one this API gave out", field="cursor") from None
+
+
+@bp.get("")
+def index():
+    """List posts by wall date and time; ``from`` and ``to`` are inclusive dates."""
+    caller = api_caller()
+    start, end = _query_date("from"), _query_date("to")
+    if start and end and end < start:
+        raise InvalidInput("to is before from", field="to")
+    statuses = [part for value in request.args.getlist("status") for part in value.split(",") if part]
+    known = {s.value for s in PostStatus}
+    for value in statuses:
+        if value not in known:
+            raise InvalidInput(f"unknown status {value!r}; one of {', '.join(sorted(known))}", field="status")
+    cursor = request.args.get("cursor")
+    limit = query_limit()
+    session = db.session
+    posts = list_posts(session, caller.workspace.id, start=start, end=end, statuses=statuses or None,
+                       after=_decode_cursor(cursor) if cursor else None, limit=limit + 1)
+    page = posts[:limit]
+    rows = post_rows(session, caller.workspace.id, [post.id for post in page])
+    return jsonify({
+        "posts": [post_json(session, post, caller.workspace.timezone, rows=rows[post.id]) for post in page],
+        "next_cursor": _encode_cursor(page[-1]) if len(posts) > limit else None,
+    })
+
+
+@bp.get("/<int:post_id>")
+def show(post_id: int):
+    """One post with its rows."""
+    caller = api_caller()
+    post = get_post(db.session, caller.workspace.id, post_id)
+    return jsonify(post_json(db.session, post, caller.workspace.timezone, actions=True))
+
+
+@bp.patch("/<int:post_id>")
+def update(post_id: int):
+    """Change a post's body, media, time or targets; an approved post's rows follow at once."""
+    caller = api_caller()
+    body = json_body()
+    _check_fields(body, UPDATE_FIELDS)
+    if not body:
+        raise InvalidInput("nothing to change; send body, media, local_time or targets", code="missing")
+    for name in ("body", "targets"):
+        if name in body and body[name] is None:
+            raise InvalidInput(f"{name} cannot be null", field=name, code="missing")
+    rt = runtime()
+    wall_date, wall_time = _time_fields(body)
+    changes = {name: body[name] for name in ("body", "targets", "media") if name in body}
+    with write_session() as session:
+        change = update_post(session, caller.workspace.id, post_id, wall_date=wall_date, wall_time=wall_time,
+                             actor=caller.actor, now=rt.now(), policy=rt.policy, **changes)
+        response = _answer(session, change, caller, note=change.note)
+    rt.announce_due(change.new_rows)
+    return response
+
+
+def _transition(post_id: int, operation):
+    caller = api_caller()
+    rt = runtime()
+    with write_session() as session:
+        change = operation(session, caller.workspace.id, post_id, actor=caller.actor, now=rt.now(), policy=rt.policy)
+        response = _answer(session, change, caller, note=change.note)
+    rt.announce_due(change.new_rows)
+    return response
+
+
+@bp.post("/<int:post_id>/approve")
+def approve(post_id: int):
+    """Approve a draft: its rows are queued at once."""
+    return _transition(post_id, approve_post)
+
+
+@bp.post("/<int:post_id>/unapprove")
+def unapprove(post_id: int):
+    """Send an approved post back to draft; its queued rows are withdrawn."""
+    return _transition(post_id, unapprove_post)
+
+
+@bp.post("/<int:post_id>/archive")
+def archive(post_id: int):
+    """Archive a post; its queued rows are cancelled at once."""
+    return _transition(post_id, archive_post)
+
+
+@bp.post("/<int:post_id>/post-now")
+def send_now(post_id: int):
+    """Send the post, or its target ``channel``, now."""
+    caller = api_caller()
+    raw = request.get_data(cache=True)
+    body = json_body() if raw.strip() else {}
+    _check_fields(body, {"channel"})
+    channel = optional_string(body, "channel", max_length=63)
+    rt = runtime()
+    with write_session() as session:
+        change = post_now(session, caller.workspace.id, post_id, channel=channel, actor=caller.actor,
+                          now=rt.now(), policy=rt.policy)
+        response = _answer(session, change, caller)
+    rt.announce_due(change.new_rows)
+    return response
