@@ -9,6 +9,7 @@ clock-run row). Tests and other code call them directly::
 """
 
 from jobs.tasks import current_dispatcher
+from models.reconciler import run_reconciler
 from models.ticks import run_recovery, run_tick
 from webapp.runtime import runtime
 
@@ -17,6 +18,12 @@ def tick_once(inline: bool | None = None) -> dict:
     """One scheduler tick: recover, sweep misfires, dispatch everything due (see models.ticks)."""
     rt = runtime()
     return run_tick(clock=rt.clock, policy=rt.policy, dispatcher=current_dispatcher(inline))
+
+
+def reconcile_once() -> dict:
+    """One reconciler pass: every approved post's rows brought in line (see models.reconciler)."""
+    rt = runtime()
+    return run_reconciler(clock=rt.clock, policy=rt.policy, announce=rt.announce_due)
 
 
 def recover_once() -> dict:

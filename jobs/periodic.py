@@ -33,6 +33,8 @@ EVERY_MINUTE = crontab(minute="*")
 CLOCK_JOBS: list[ClockJob] = [
     ClockJob("tick", EVERY_MINUTE, clock.tick_once,
              "Recover lost workers, fail misfires, dispatch every due action, hand off those due within the minute."),
+    ClockJob("reconcile", EVERY_MINUTE, clock.reconcile_once,
+             "Keep the queue in step with approved posts: insert, move and withdraw their rows."),
 ]
 
 

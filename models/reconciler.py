@@ -36,7 +36,8 @@ from sqlalchemy.orm import Session
 
 from models import lifecycle
 from models.accounts import Workspace
-from models.actions import ACTIVE_STATUSES, CancelKind, ClockRun, Origin, ScheduledAction, Status
+from models.actions import ACTIVE_STATUSES, CancelKind, Origin, ScheduledAction, Status
+from models.clock_runs import run_recorded
 from models.database import read_session, write_session
 from models.errors import NotFound
 from models.guard import DuplicateActiveAction, PublishGuardViolation
@@ -308,24 +309,11 @@ def run_reconciler(
     Safe to run in several processes at once: every decision is made under the post's lock,
     and every write is a guarded move or a per-row insert.
     """
-    started = clock.now()
-    with write_session(engine) as session:
-        run = ClockRun(kind=JOB_KIND, started_at=started)
-        session.add(run)
-        session.flush()
-        run_id = run.id
-    summary = None
-    try:
+
+    def one_pass(clock_run_id: int) -> dict:
         with read_session(engine) as session:
             plan = plan_pass(session)
-        summary = reconcile_workspaces(plan, engine=engine, clock=clock, policy=policy,
-                                       actor=Actor.job(JOB_KIND, run_id), announce=announce)
-    finally:
-        with write_session(engine) as session:
-            run = session.get(ClockRun, run_id)
-            run.finished_at = clock.now()
-            run.summary = summary
-            if summary is None:
-                run.error = "the pass stopped before its end; see the consumer's log"
-    summary["clock_run_id"] = run_id
-    return summary
+        return reconcile_workspaces(plan, engine=engine, clock=clock, policy=policy,
+                                    actor=Actor.job(JOB_KIND, clock_run_id), announce=announce)
+
+    return run_recorded(JOB_KIND, one_pass, clock=clock, engine=engine)
