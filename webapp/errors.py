@@ -1,6 +1,6 @@
 """Error answers: JSON under /api, a calm page elsewhere, never a stack trace."""
 
-from flask import Flask, jsonify, render_template, request
+from flask import Flask, jsonify, make_response, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
@@ -19,25 +19,40 @@ def wants_json() -> bool:
     return request.path.startswith("/api/") or request.path in ("/healthz",)
 
 
+def page_or_message(status: int, message: str):
+    """A calm error page; for htmx, a message retargeted to the page's message area.
+
+    htmx 4 swaps error answers into the request's target like any other, so a page meant
+    for the whole window would land inside a table row. HX-Retarget sends it to the one
+    place messages go instead (see docs/dashboard.md).
+    """
+    if request.headers.get("HX-Request") == "true":
+        response = make_response(render_template("_message.html", message=message, kind="error"), status)
+        response.headers["HX-Retarget"] = "#messages"
+        response.headers["HX-Reswap"] = "innerHTML"
+        return response
+    return render_template("error.html", status=status, message=message), status
+
+
 def init_app(app: Flask) -> None:
     @app.errorhandler(DomainError)
     def _domain_error(exc: DomainError):
         if wants_json():
             return jsonify(error_body(exc.code, exc.message, exc.field, **exc.detail)), exc.status
-        return render_template("error.html", status=exc.status, message=exc.message), exc.status
+        return page_or_message(exc.status, exc.message)
 
     @app.errorhandler(CSRFError)
     def _csrf_error(exc: CSRFError):
         message = "This form has expired or was not sent from Tickwork; reload the page and try again."
         if wants_json():
             return jsonify(error_body("csrf", message)), 400
-        return render_template("error.html", status=400, message=message), 400
+        return page_or_message(400, message)
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):
         if wants_json():
             return jsonify(error_body(exc.name.lower().replace(" ", "_"), exc.description)), exc.code
-        return render_template("error.html", status=exc.code, message=exc.description), exc.code
+        return page_or_message(exc.code, exc.description)
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):
@@ -45,4 +60,4 @@ def init_app(app: Flask) -> None:
         message = "Something went wrong on our side; it has been logged."
         if wants_json():
             return jsonify(error_body("internal", message)), 500
-        return render_template("error.html", status=500, message=message), 500
+        return page_or_message(500, message)

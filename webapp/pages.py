@@ -1,44 +1,44 @@
-"""The human-facing pages: sign-in and the workspace's actions."""
+"""The dashboard's front door: sign-in, sign-out, the workspace switcher; and its blueprints."""
 
-from flask import Blueprint, Flask, flash, redirect, render_template, request, session, url_for
+from flask import Blueprint, Flask, flash, make_response, redirect, render_template, request, session, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 from sqlalchemy import func, select
 
-from models.accounts import Membership, User, Workspace
-from models.actions import ScheduledAction
-from models.channels import Channel
+from models.accounts import User
 from models.database import db
-from models.scheduling import list_actions
-from models.wall_time import to_local
+from models.errors import Forbidden
+from webapp.auth import login_manager
 from webapp.runtime import runtime
+from webapp.views.context import is_htmx, memberships_of, viewer
 
 bp = Blueprint("pages", __name__)
 
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 
-def current_workspace() -> Workspace | None:
-    """The workspace the signed-in person is looking at (their first, unless they switched)."""
-    memberships = db.session.scalars(
-        select(Membership).where(Membership.user_id == current_user.id).order_by(Membership.workspace_id)
-    ).all()
-    chosen = session.get("workspace_id")
-    for membership in memberships:
-        if membership.workspace_id == chosen:
-            return membership.workspace
-    return memberships[0].workspace if memberships else None
+
+def _safe_next(target: str | None) -> str | None:
+    return target if target and target.startswith("/") and not target.startswith("//") else None
 
 
 @bp.route("/login", methods=["GET", "POST"])
 def login():
     """Sign in with email and password."""
     if request.method == "POST":
-        email = (request.form.get("email") or "").strip().lower()
+        email = (request.form.get("email") or "").strip().lower()[:254]
         user = db.session.scalar(select(User).where(func.lower(User.email) == email))
         if user is not None and user.is_active and user.check_password(request.form.get("password") or ""):
+            # A fresh session on sign-in, so a session id planted before it is worth nothing.
+            session.clear()
             login_user(user)
-            return redirect(url_for("pages.index"))
+            return redirect(_safe_next(request.form.get("next")) or url_for("pages.index"), code=303)
         flash("That email and password do not match.")
-        return render_template("login.html", email=email), 401
-    return render_template("login.html", email="")
+        return render_template("login.html", email=email, next=request.form.get("next", "")), 401
+    if current_user.is_authenticated:
+        return redirect(url_for("pages.index"))
+    return render_template("login.html", email="", next=_safe_next(request.args.get("next")) or "")
 
 
 @bp.post("/logout")
@@ -46,26 +46,69 @@ def login():
 def logout():
     """Sign out."""
     logout_user()
-    return redirect(url_for("pages.login"))
+    session.clear()
+    return redirect(url_for("pages.login"), code=303)
 
 
 @bp.get("/")
 @login_required
 def index():
-    """The workspace's actions in (publish_at, id) order."""
-    workspace = current_workspace()
-    if workspace is None:
-        return render_template("error.html", status=403, message="You are not a member of any workspace."), 403
-    rows = list_actions(db.session, workspace.id, start=runtime().now().replace(hour=0, minute=0, second=0),
-                        limit=200)
-    channels = {c.id: c.name for c in db.session.scalars(select(Channel).where(Channel.workspace_id == workspace.id))}
-    counts = dict(db.session.execute(
-        select(ScheduledAction.status, func.count()).where(ScheduledAction.workspace_id == workspace.id)
-        .group_by(ScheduledAction.status)
-    ).all())
-    return render_template("actions.html", workspace=workspace, rows=rows, channels=channels, counts=counts,
-                           local=lambda at: to_local(at, workspace.timezone))
+    """Marketers start on the calendar, everyone else on the queue."""
+    v = viewer()
+    return redirect(url_for("queue.queue" if v.can("ops") else "calendar.calendar"))
+
+
+@bp.post("/workspace")
+@login_required
+def switch_workspace():
+    """Look at another workspace this person belongs to."""
+    raw = request.form.get("workspace_id", "")
+    chosen = int(raw) if raw.isdigit() else None
+    if chosen is None or chosen not in {m.workspace_id for m in memberships_of(current_user.id)}:
+        raise Forbidden("You are not a member of that workspace.")
+    session["workspace_id"] = chosen
+    response = make_response(redirect(url_for("pages.index"), code=303))
+    if is_htmx():
+        response = make_response("", 204)
+        response.headers["HX-Redirect"] = url_for("pages.index")
+    return response
+
+
+@login_manager.unauthorized_handler
+def _sign_in_first():
+    """Not signed in: htmx is sent to the sign-in page whole; a browser is redirected to it."""
+    target = url_for("pages.login", next=request.full_path.rstrip("?") if request.method == "GET" else None)
+    if is_htmx():
+        response = make_response("Your session has ended; sign in again.", 401)
+        response.headers["HX-Redirect"] = target
+        return response
+    flash("Please sign in.")
+    return redirect(target)
 
 
 def init_app(app: Flask) -> None:
+    from webapp.views import actions, calendar, channels, health, posts, queue
+
     app.register_blueprint(bp)
+    for module in (actions, calendar, channels, health, posts, queue):
+        app.register_blueprint(module.bp)
+
+    @app.context_processor
+    def _viewer():
+        """Templates see the viewer when someone is signed in and belongs to a workspace."""
+        shared = {"viewer": None, "max_attempts": runtime().policy.max_attempts}
+        if current_user.is_authenticated:
+            try:
+                shared["viewer"] = viewer()
+            except Forbidden:
+                pass
+        return shared
+
+    @app.after_request
+    def _page_policy(response):
+        """Pages run only our own scripts: a typed <script> could not run even if it slipped through."""
+        if response.mimetype == "text/html":
+            response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+            response.headers.setdefault("X-Content-Type-Options", "nosniff")
+            response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response

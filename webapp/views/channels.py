@@ -1,0 +1,156 @@
+"""Channels (admin): add, edit, test-send. Secrets are write-only: typed in, never shown again."""
+
+import httpx
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from models.accounts import Role
+from models.channels import Channel, ChannelKind, validate_channel
+from models.database import db, write_session
+from models.errors import InvalidInput, NotFound
+from models.providers import Delivery, SendContext, SendOutcome, provider_for
+from webapp.runtime import runtime
+from webapp.views.context import is_htmx, require_role, viewer
+
+bp = Blueprint("channels", __name__)
+
+# The settings each kind reads, shown as a hint beside the settings box.
+SETTINGS_HINT = {
+    "log": "",
+    "webhook": "url = https://example.com/hook",
+    "smtp": "host = smtp.example.com\nport = 587\nfrom = news@example.com\nusername = news",
+    "postmark": "from = news@example.com\nmessage_stream = outbound",
+    "twilio": "account_sid = AC...\nfrom = +15555550100",
+    "mastodon": "url = https://mastodon.example\nvisibility = public",
+}
+MAX_SETTINGS = 20
+
+
+def parse_settings(text: str) -> dict:
+    """``key = value`` lines into a config dict; whole numbers become ints."""
+    config = {}
+    for number, line in enumerate((text or "").splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or len(key) > 64 or len(value) > 2048:
+            raise InvalidInput(f"Line {number} should look like key = value.", field="settings")
+        config[key] = int(value) if value.isdigit() and len(value) < 10 else value
+    if len(config) > MAX_SETTINGS:
+        raise InvalidInput(f"A channel has at most {MAX_SETTINGS} settings.", field="settings")
+    return config
+
+
+def settings_text(config: dict) -> str:
+    return "\n".join(f"{key} = {value}" for key, value in sorted((config or {}).items()))
+
+
+def _channel(channel_id: int) -> Channel:
+    channel = db.session.scalar(select(Channel).where(Channel.id == channel_id,
+                                                      Channel.workspace_id == viewer().workspace.id))
+    if channel is None:
+        raise NotFound("There is no such channel in this workspace.")
+    return channel
+
+
+def _page(channel=None, *, error=None, status=200, result=None):
+    v = viewer()
+    channels = list(db.session.scalars(select(Channel).where(Channel.workspace_id == v.workspace.id)
+                                       .order_by(Channel.name)))
+    form = request.form if request.method == "POST" and error else None
+    values = dict(
+        name=form.get("name", "") if form else (channel.name if channel else ""),
+        kind=form.get("kind", "log") if form else (channel.kind if channel else "log"),
+        settings=form.get("settings", "") if form else (settings_text(channel.config) if channel else ""),
+    )
+    return render_template("channels.html", v=v, channels=channels, editing=channel, values=values, error=error,
+                           kinds=[k.value for k in ChannelKind], hints=SETTINGS_HINT, result=result), status
+
+
+@bp.get("/channels")
+@require_role(Role.ADMIN)
+def index():
+    """The workspace's channels and a form to add one."""
+    return _page()
+
+
+@bp.get("/channels/<int:channel_id>")
+@require_role(Role.ADMIN)
+def edit(channel_id: int):
+    """One channel's settings, ready to edit."""
+    return _page(_channel(channel_id))
+
+
+def _save(channel: Channel | None):
+    v = viewer()
+    rt = runtime()
+    name = (request.form.get("name") or "").strip()
+    kind = (request.form.get("kind") or "").strip()
+    try:
+        config = parse_settings(request.form.get("settings", ""))
+        try:
+            validate_channel(name, kind, config)
+        except ValueError as exc:
+            raise InvalidInput(str(exc).capitalize() + ".", field="name") from None
+        with write_session() as session:
+            if channel is None:
+                target = Channel(workspace_id=v.workspace.id, created_at=rt.now())
+                session.add(target)
+            else:
+                target = session.get(Channel, channel.id)
+            target.name, target.kind, target.config = name, kind, config
+            if request.form.get("clear_secret") == "yes":
+                target.set_secret(rt.secret_box, None)
+            elif request.form.get("secret"):
+                target.set_secret(rt.secret_box, request.form["secret"])
+            session.flush()
+            saved_id = target.id
+    except InvalidInput as error:
+        return _page(channel, error=error, status=422)
+    except IntegrityError:
+        return _page(channel, error=InvalidInput(f"A channel named {name!r} already exists.", field="name"),
+                     status=409)
+    flash(f"Channel {name} saved.")
+    return redirect(url_for("channels.edit", channel_id=saved_id), code=303)
+
+
+@bp.post("/channels")
+@require_role(Role.ADMIN)
+def create():
+    """Add a channel."""
+    return _save(None)
+
+
+@bp.post("/channels/<int:channel_id>")
+@require_role(Role.ADMIN)
+def update(channel_id: int):
+    """Change a channel's name, kind, settings or secret."""
+    return _save(_channel(channel_id))
+
+
+@bp.post("/channels/<int:channel_id>/test")
+@require_role(Role.ADMIN)
+def test_send(channel_id: int):
+    """Send one test message through the channel's provider and say how it went."""
+    v = viewer()
+    rt = runtime()
+    channel = _channel(channel_id)
+    target = (request.form.get("target") or "").strip()[:255] or "test"
+    delivery = Delivery(
+        action_id=None, workspace_id=v.workspace.id, channel_id=channel.id, channel_name=channel.name,
+        action_type="test_send", target_key=target,
+        payload={"body": "A test message from Tickwork.", "subject": "Tickwork test", "to": target},
+        publish_at=rt.now(), attempt=1, config=dict(channel.config or {}), secret=channel.secret(rt.secret_box),
+    )
+    timeout = rt.policy.provider_timeout.total_seconds()
+    with httpx.Client(timeout=timeout) as client:
+        result = provider_for(channel.kind).send(
+            delivery, SendContext(now=rt.now(), timeout=timeout, http=client, engine=db.engine))
+    ok = result.outcome is SendOutcome.SUCCESS
+    summary = dict(ok=ok, outcome=result.outcome.value, message=result.message, provider_id=result.provider_id)
+    if is_htmx():
+        return render_template("_test_result.html", result=summary), 200 if ok else 502
+    return _page(channel, result=summary, status=200 if ok else 502)

@@ -1,0 +1,93 @@
+"""Who is looking, in which workspace, with which role; and whether htmx asked.
+
+Every dashboard view starts from :func:`viewer`. Roles are checked here, on the server,
+for every request: a hidden button is a courtesy, never the protection.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+from functools import wraps
+
+from flask import g, request, session
+from flask_login import current_user, login_required
+from sqlalchemy import select
+
+from models.accounts import Membership, Role, User, Workspace
+from models.database import db
+from models.errors import Forbidden
+from models.lifecycle import Actor
+from models.wall_time import to_local
+
+
+class NoWorkspace(Forbidden):
+    """The signed-in person belongs to no workspace."""
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """The signed-in person, the workspace they are looking at, and their role in it."""
+
+    user: User
+    workspace: Workspace
+    role: Role
+    memberships: tuple[Membership, ...]
+
+    @property
+    def actor(self) -> Actor:
+        return Actor.person(self.user)
+
+    @property
+    def zone(self) -> str:
+        return self.workspace.timezone
+
+    def can(self, needed: Role | str) -> bool:
+        return self.role.allows(Role(needed))
+
+    def local(self, instant: datetime | None) -> datetime | None:
+        return None if instant is None else to_local(instant, self.workspace.timezone)
+
+
+def is_htmx() -> bool:
+    """True when htmx sent this request (and wants a fragment, not a page)."""
+    return request.headers.get("HX-Request") == "true"
+
+
+def memberships_of(user_id: int) -> list[Membership]:
+    return list(db.session.scalars(
+        select(Membership).where(Membership.user_id == user_id).order_by(Membership.workspace_id)
+    ))
+
+
+def viewer() -> Viewer:
+    """The current viewer; the chosen workspace if they still belong to it, else their first."""
+    if "viewer" in g:
+        return g.viewer
+    memberships = memberships_of(current_user.id)
+    if not memberships:
+        raise NoWorkspace("You are not a member of any workspace yet; ask an admin to add you.")
+    chosen = session.get("workspace_id")
+    membership = next((m for m in memberships if m.workspace_id == chosen), memberships[0])
+    g.viewer = Viewer(user=current_user._get_current_object(), workspace=membership.workspace,
+                      role=Role(membership.role), memberships=tuple(memberships))
+    return g.viewer
+
+
+def require_role(needed: Role):
+    """Decorator: a signed-in member with at least ``needed`` in the current workspace."""
+
+    def decorate(view):
+        @wraps(view)
+        @login_required
+        def wrapper(*args, **kwargs):
+            if not viewer().can(needed):
+                raise Forbidden(f"You need the {needed.value} role for this.", code="forbidden")
+            return view(*args, **kwargs)
+
+        wrapper.required_role = needed
+        return wrapper
+
+    return decorate
+
+
+def workspace_of(workspace_id: int) -> Workspace | None:
+    return db.session.get(Workspace, workspace_id)

@@ -1,0 +1,83 @@
+"""The filter bar shared by the queue and failures pages: query string in, ActionFilter out."""
+
+from dataclasses import dataclass
+from datetime import date, time, timedelta
+from urllib.parse import urlencode
+
+from sqlalchemy import select
+
+from models.action_filters import ActionFilter
+from models.channels import Channel
+from models.database import db
+from models.errors import InvalidInput
+from models.scheduling import decode_cursor
+from models.wall_time import resolve_wall_time
+
+FILTER_KEYS = ("status", "type", "channel", "from", "to", "q", "reason")
+
+
+@dataclass
+class ParsedFilter:
+    wanted: ActionFilter
+    values: dict  # what the form shows, as typed
+    after: tuple | None
+    problem: str | None  # a bad field, said in words; the page still renders
+
+    def query(self, **extra) -> str:
+        """The filters as a query string, for links and bulk forms."""
+        pairs = {k: v for k, v in self.values.items() if v}
+        pairs.update({k: v for k, v in extra.items() if v})
+        return urlencode(pairs)
+
+
+def _local_midnight(raw: str, zone: str, field: str, *, plus_days: int = 0):
+    try:
+        day = date.fromisoformat(raw)
+    except ValueError:
+        raise InvalidInput(f"{field} must be a date like 2026-06-30", field=field) from None
+    return resolve_wall_time(day + timedelta(days=plus_days), time(0, 0), zone).instant
+
+
+def parse_filter(args, v, *, allowed: tuple[str, ...], default: tuple[str, ...]) -> ParsedFilter:
+    """Read the filter bar; a bad value is dropped and reported, never a 500."""
+    values = {key: (args.get(key) or "").strip()[:200] for key in FILTER_KEYS}
+    problems = []
+    statuses = default
+    if values["status"]:
+        if values["status"] in allowed:
+            statuses = (values["status"],)
+        else:
+            problems.append(f"Unknown status {values['status']!r}.")
+            values["status"] = ""
+    channel_id = None
+    if values["channel"]:
+        channel_id = db.session.scalar(
+            select(Channel.id).where(Channel.workspace_id == v.workspace.id, Channel.name == values["channel"]))
+        if channel_id is None:
+            problems.append(f"No channel named {values['channel']!r}.")
+            values["channel"] = ""
+    start = end = None
+    try:
+        if values["from"]:
+            start = _local_midnight(values["from"], v.zone, "from")
+    except InvalidInput as exc:
+        problems.append(exc.message)
+        values["from"] = ""
+    try:
+        if values["to"]:
+            end = _local_midnight(values["to"], v.zone, "to", plus_days=1)
+    except InvalidInput as exc:
+        problems.append(exc.message)
+        values["to"] = ""
+    after = None
+    cursor = args.get("cursor")
+    if cursor:
+        try:
+            after = decode_cursor(cursor)
+        except InvalidInput:
+            problems.append("That page link is out of date; showing the first page.")
+    wanted = ActionFilter(
+        statuses=statuses, action_type=values["type"] or None, channel_id=channel_id, start=start, end=end,
+        text=values["q"] or None, failure_code=values["reason"] or None,
+    )
+    return ParsedFilter(wanted=wanted, values=values, after=after, problem=" ".join(problems) or None)

@@ -1,0 +1,225 @@
+"""The post composer: write, target, time, save as draft, approve, unapprove, archive, post now.
+
+Every rule lives in :mod:`models.posts`; these views parse the form, call it, and render.
+"""
+
+from datetime import date, time
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_login import login_required
+from sqlalchemy import select
+
+from models.accounts import Role
+from models.channels import Channel
+from models.database import db, write_session
+from models.errors import DomainError, InvalidInput
+from models.posts import (
+    ACTION_TYPE,
+    PostStatus,
+    approve_post,
+    archive_post,
+    create_post,
+    delivery_of,
+    get_post,
+    post_id_of,
+    post_now,
+    post_rows,
+    post_targets,
+    unapprove_post,
+    update_post,
+)
+from models.wall_time import InvalidTimezone, resolve_wall_time
+from webapp.runtime import runtime
+from webapp.views.context import is_htmx, require_role, viewer
+
+bp = Blueprint("posts", __name__)
+
+
+def post_url(row) -> str | None:
+    """The composer of the post a row was minted from, or None for a row of its own."""
+    if row.action_type != ACTION_TYPE:
+        return None
+    post_id = post_id_of(row.thing_id)
+    return url_for("posts.edit", post_id=post_id) if post_id is not None else None
+
+
+def _channels(workspace_id: int) -> list[Channel]:
+    return list(db.session.scalars(select(Channel).where(Channel.workspace_id == workspace_id).order_by(Channel.name)))
+
+
+def _form_fields(form) -> dict:
+    """The composer's fields as the domain functions take them; a 422 names a bad one."""
+    raw_date, raw_time = (form.get("date") or "").strip(), (form.get("time") or "").strip()
+    try:
+        wall_date = date.fromisoformat(raw_date)
+    except ValueError:
+        raise InvalidInput("Give a date like 2026-06-30.", field="date") from None
+    try:
+        wall_time = time.fromisoformat(raw_time).replace(second=0, microsecond=0)
+    except ValueError:
+        raise InvalidInput("Give a time like 09:30.", field="time") from None
+    media = [line.strip() for line in (form.get("media") or "").splitlines() if line.strip()]
+    return dict(body=form.get("body") or "", targets=form.getlist("targets"), media=media,
+                wall_date=wall_date, wall_time=wall_time)
+
+
+def _draft_values(form, post=None, day: str | None = None) -> dict:
+    """What the form shows: what was typed, else the post, else a fresh draft for ``day``."""
+    if form:
+        return dict(body=form.get("body", ""), media=form.get("media", ""), targets=form.getlist("targets"),
+                    date=form.get("date", ""), time=form.get("time", ""))
+    if post is not None:
+        return dict(body=post.body, media="\n".join(post.media or []),
+                    targets=[c.name for c in post_targets(db.session, post.id)],
+                    date=post.wall_date.isoformat(), time=post.wall_time.strftime("%H:%M"))
+    return dict(body="", media="", targets=[], date=day or "", time="09:00")
+
+
+def render_composer(post=None, *, error: DomainError | None = None, status: int = 200, day: str | None = None,
+                    note: str | None = None, keep_typed: bool = True):
+    v = viewer()
+    typed = request.form if request.method == "POST" and keep_typed else None
+    values = _draft_values(typed, post, day)
+    delivery = None
+    if post is not None:
+        names = [c.name for c in post_targets(db.session, post.id)]
+        delivery = delivery_of(names, post_rows(db.session, v.workspace.id, [post.id])[post.id])
+    return render_template(
+        "composer.html", v=v, post=post, values=values, channels=_channels(v.workspace.id), delivery=delivery,
+        error=error, note=note, preview=_preview(values.get("date"), values.get("time"), v.zone),
+    ), status
+
+
+def _preview(raw_date: str | None, raw_time: str | None, zone: str) -> dict | None:
+    """The instant a wall date and time resolve to, and the note when the wall time shifted."""
+    try:
+        resolved = resolve_wall_time(date.fromisoformat(raw_date or ""), time.fromisoformat(raw_time or ""), zone)
+    except (ValueError, InvalidTimezone):
+        return None
+    return dict(local=resolved.local, utc=resolved.instant, note=resolved.note)
+
+
+@bp.get("/posts/new")
+@require_role(Role.MARKETER)
+def new():
+    """A blank composer, for the day clicked on the calendar when there is one."""
+    day = request.args.get("date", "")
+    try:
+        day = date.fromisoformat(day).isoformat()
+    except ValueError:
+        day = ""
+    return render_composer(day=day)
+
+
+@bp.get("/posts/preview-time")
+@require_role(Role.MARKETER)
+def preview_time():
+    """The resulting instant of the composer's date and time, with any DST note."""
+    v = viewer()
+    preview = _preview(request.args.get("date"), request.args.get("time"), v.zone)
+    if not is_htmx():
+        return redirect(url_for("posts.new", date=request.args.get("date", "")))
+    return render_template("_time_preview.html", preview=preview, v=v)
+
+
+@bp.post("/posts")
+@require_role(Role.MARKETER)
+def create():
+    """Save a new post as a draft, and approve it too when asked."""
+    v = viewer()
+    rt = runtime()
+    try:
+        fields = _form_fields(request.form)
+        with write_session() as session:
+            change = create_post(session, v.workspace.id, actor=v.actor, now=rt.now(), policy=rt.policy, **fields)
+            if request.form.get("intent") == "approve":
+                change = approve_post(session, v.workspace.id, change.post.id, actor=v.actor, now=rt.now(),
+                                      policy=rt.policy)
+    except DomainError as error:
+        return render_composer(error=error, status=error.status)
+    rt.announce_due(change.new_rows)
+    _flash_saved(change)
+    return redirect(url_for("posts.edit", post_id=change.post.id), code=303)
+
+
+def _flash_saved(change, verb: str = "Saved") -> None:
+    post = change.post
+    flash(f"{verb}: post #{post.id} is {post.status}.")
+    if change.note:
+        flash(change.note)
+
+
+@bp.get("/posts/<int:post_id>")
+@require_role(Role.MARKETER)
+def edit(post_id: int):
+    """The composer with a post loaded, its status, and each target's delivery."""
+    v = viewer()
+    return render_composer(get_post(db.session, v.workspace.id, post_id))
+
+
+@bp.post("/posts/<int:post_id>")
+@require_role(Role.MARKETER)
+def update(post_id: int):
+    """Save changes to a post (its rows follow when it is approved)."""
+    v = viewer()
+    rt = runtime()
+    try:
+        fields = _form_fields(request.form)
+        with write_session() as session:
+            change = update_post(session, v.workspace.id, post_id, actor=v.actor, now=rt.now(), policy=rt.policy,
+                                 **fields)
+            if request.form.get("intent") == "approve":
+                change = approve_post(session, v.workspace.id, post_id, actor=v.actor, now=rt.now(),
+                                      policy=rt.policy)
+    except DomainError as error:
+        return render_composer(get_post(db.session, v.workspace.id, post_id), error=error, status=error.status)
+    rt.announce_due(change.new_rows)
+    _flash_saved(change)
+    return redirect(url_for("posts.edit", post_id=post_id), code=303)
+
+
+def _transition(post_id: int, operation, verb: str, **kwargs):
+    v = viewer()
+    rt = runtime()
+    try:
+        with write_session() as session:
+            change = operation(session, v.workspace.id, post_id, actor=v.actor, now=rt.now(), policy=rt.policy,
+                               **kwargs)
+    except DomainError as error:
+        return render_composer(get_post(db.session, v.workspace.id, post_id), error=error, status=error.status,
+                               keep_typed=False)
+    rt.announce_due(change.new_rows)
+    _flash_saved(change, verb)
+    return redirect(url_for("posts.edit", post_id=post_id), code=303)
+
+
+@bp.post("/posts/<int:post_id>/approve")
+@require_role(Role.MARKETER)
+def approve(post_id: int):
+    """Approve a draft: its rows are queued at once."""
+    return _transition(post_id, approve_post, "Approved")
+
+
+@bp.post("/posts/<int:post_id>/unapprove")
+@require_role(Role.MARKETER)
+def unapprove(post_id: int):
+    """Back to draft: its queued rows are withdrawn."""
+    return _transition(post_id, unapprove_post, "Back to draft")
+
+
+@bp.post("/posts/<int:post_id>/archive")
+@require_role(Role.MARKETER)
+def archive(post_id: int):
+    """Archive a post: its queued rows are cancelled at once."""
+    return _transition(post_id, archive_post, "Archived")
+
+
+@bp.post("/posts/<int:post_id>/post-now")
+@require_role(Role.MARKETER)
+def send_now(post_id: int):
+    """Send every target (or one) now."""
+    channel = (request.form.get("channel") or "").strip() or None
+    return _transition(post_id, post_now, "Sending now", channel=channel)
+
+
+POST_STATUSES = [s.value for s in PostStatus]

@@ -1,0 +1,102 @@
+"""The queue (what fires next) and failures (what did not go out), with bulk cancel and retry."""
+
+from flask import Blueprint, render_template, request
+from flask_login import login_required
+
+from models.accounts import Role
+from models.action_filters import action_types, count_actions, find_actions, matching_ids
+from models.actions import Status
+from models.database import db, write_session
+from models.errors import DomainError
+from models.scheduling import cancel_action, encode_cursor, retry_action
+from webapp.runtime import runtime
+from webapp.views.actions import channel_names, may_cancel
+from webapp.views.context import is_htmx, require_role, viewer
+from webapp.views.filters import parse_filter
+from webapp.views.posts import post_url
+from webapp.views.wording import failure_reason
+
+bp = Blueprint("queue", __name__)
+
+PAGE_SIZE = 50
+BULK_LIMIT = 2000
+QUEUE_STATUSES = (Status.QUEUED.value, Status.SUBMITTED.value)
+FAILED = (Status.FAILED.value,)
+
+
+def _listing(kind: str):
+    v = viewer()
+    session = db.session
+    allowed = QUEUE_STATUSES if kind == "queue" else FAILED
+    parsed = parse_filter(request.args, v, allowed=allowed, default=allowed)
+    rows = find_actions(session, v.workspace.id, parsed.wanted, after=parsed.after, limit=PAGE_SIZE + 1,
+                        newest_first=kind == "failures")
+    page, more = rows[:PAGE_SIZE], len(rows) > PAGE_SIZE
+    counts = count_actions(session, v.workspace.id, parsed.wanted.with_statuses(*allowed))
+    names = channel_names(session, v.workspace.id)
+    context = dict(
+        v=v, kind=kind, rows=page, parsed=parsed, counts=counts, names=names,
+        next_cursor=encode_cursor(page[-1]) if more else None, types=action_types(session, v.workspace.id),
+        channels=sorted(names.values()), statuses=allowed, reasons=failure_reason, may_cancel=may_cancel,
+        post_url=post_url,
+    )
+    if is_htmx():
+        return render_template("_listing_results.html", **context)
+    return render_template("listing.html", **context)
+
+
+@bp.get("/queue")
+@login_required
+def queue():
+    """Queued and submitted actions in (publish_at, id) order, filtered."""
+    return _listing("queue")
+
+
+@bp.get("/failures")
+@login_required
+def failures():
+    """Failed actions, newest first, with the reason in words."""
+    return _listing("failures")
+
+
+def _bulk(kind: str):
+    """Preview (GET) or carry out (POST) a bulk cancel or retry over the current filter."""
+    v = viewer()
+    rt = runtime()
+    statuses = (Status.QUEUED.value,) if kind == "cancel" else FAILED
+    source = request.form if request.method == "POST" else request.args
+    parsed = parse_filter(source, v, allowed=statuses, default=statuses)
+    ids = matching_ids(db.session, v.workspace.id, parsed.wanted, limit=BULK_LIMIT + 1)
+    preview = dict(count=min(len(ids), BULK_LIMIT), capped=len(ids) > BULK_LIMIT)
+    context = dict(v=v, kind=kind, parsed=parsed, preview=preview, done=None, limit=BULK_LIMIT)
+    if request.method == "GET" or request.form.get("confirm") != "yes":
+        return render_template("_bulk.html" if is_htmx() else "bulk.html", **context)
+    done, refused, retried = 0, [], []
+    with write_session() as session:
+        for action_id in ids[:BULK_LIMIT]:
+            try:
+                if kind == "cancel":
+                    cancel_action(session, v.workspace.id, action_id, now=rt.now(), actor=v.actor)
+                else:
+                    retried.append(retry_action(session, v.workspace.id, action_id, now=rt.now(),
+                                                policy=rt.policy, actor=v.actor))
+                done += 1
+            except DomainError as error:
+                refused.append(f"#{action_id}: {error.message}")
+    rt.announce_due(retried)
+    context["done"] = dict(count=done, refused=refused)
+    return render_template("_bulk.html" if is_htmx() else "bulk.html", **context)
+
+
+@bp.route("/queue/bulk-cancel", methods=["GET", "POST"])
+@require_role(Role.OPS)
+def bulk_cancel():
+    """Cancel every queued action matching the filter, after a preview count and a confirmation."""
+    return _bulk("cancel")
+
+
+@bp.route("/failures/bulk-retry", methods=["GET", "POST"])
+@require_role(Role.ADMIN)
+def bulk_retry():
+    """Retry every failed action matching the filter, after a preview count and a confirmation."""
+    return _bulk("retry")

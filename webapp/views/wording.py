@@ -1,0 +1,59 @@
+"""Operator words for failures and refusals: what happened, in a sentence a person can act on."""
+
+from models.actions import FailureCode, ScheduledAction, Status
+from models.errors import Conflict, DomainError, Forbidden, NotFound
+
+FAILURE_WORDS = {
+    FailureCode.PERMANENT.value: "The provider refused it for good",
+    FailureCode.OUTCOME_UNKNOWN.value: "Outcome unknown: it may or may not have gone out",
+    FailureCode.WORKER_LOST.value: "The worker sending it stopped answering; it may or may not have gone out",
+    FailureCode.MISSED_WINDOW.value: "Missed its window: the clock found it too late to send",
+    FailureCode.DUPLICATE_OF_PUBLISHED.value: "Not sent: the same thing already went out to this target",
+    FailureCode.ATTEMPTS_EXHAUSTED.value: "Gave up: every attempt was used",
+}
+
+
+def failure_reason(row: ScheduledAction) -> str:
+    """One line on why a failed row failed."""
+    headline = FAILURE_WORDS.get(row.failure_code or "", "It did not go out")
+    detail = (row.last_error or "").strip()
+    if detail and detail.lower() not in headline.lower():
+        return f"{headline}: {detail}"
+    return headline
+
+
+def clock(viewer, instant) -> str:
+    return viewer.local(instant).strftime("%H:%M:%S") if instant else "an unknown time"
+
+
+def state_words(row: ScheduledAction, viewer) -> str:
+    """Why a row can no longer be changed, from its current status."""
+    if row.status == Status.PUBLISHED.value:
+        return f"Already sent at {clock(viewer, row.finished_at)}."
+    if row.status == Status.SUBMITTED.value:
+        return f"Being sent right now (claimed at {clock(viewer, row.submitted_at)})."
+    if row.status == Status.CANCELLED.value:
+        if row.cancel_kind == "rescheduled":
+            return "Already rescheduled; change the newer row."
+        return f"Already cancelled at {clock(viewer, row.finished_at)}."
+    if row.status == Status.FAILED.value:
+        return f"It failed at {clock(viewer, row.finished_at)}; an admin can retry it."
+    return f"It is {row.status}."
+
+
+def refusal_message(error: DomainError, row: ScheduledAction | None, viewer) -> str:
+    """The sentence shown on a row when a change to it was refused."""
+    if isinstance(error, Forbidden):
+        return error.message
+    if isinstance(error, NotFound):
+        return "This action no longer exists in this workspace."
+    if isinstance(error, Conflict):
+        if error.code == "attempts_exhausted":
+            return f"Attempts exhausted ({row.attempt_count} used); it cannot be retried." if row else "Attempts exhausted."
+        if error.code == "follows_post":
+            return "This action follows its post; move the post instead."
+        if error.code == "already_published":
+            return "This thing was already published to this target."
+        if error.code == "wrong_state" and row is not None:
+            return state_words(row, viewer)
+    return error.message
