@@ -5,6 +5,7 @@ test gets a fresh copy: a copied file on SQLite, ``CREATE DATABASE ... TEMPLATE`
 PostgreSQL.
 """
 
+import functools
 import os
 import shutil
 import subprocess
@@ -122,6 +123,19 @@ def client(app):
     return app.test_client()
 
 
+WORLD_PASSWORD = "correct horse battery"
+
+
+@functools.lru_cache(maxsize=None)
+def password_hash(password: str) -> str:
+    """Argon2 is slow on purpose; hash each test password once per run."""
+    from models.accounts import User
+
+    user = User()
+    user.set_password(password)
+    return user.password_hash
+
+
 @dataclass
 class World:
     """A workspace with one member per role, a token each, and a log channel."""
@@ -155,8 +169,8 @@ def make_world(app, name: str = "Acme", zone: str = "America/New_York", channel_
             session.add(channel)
             tokens, users = {}, {}
             for role in ("admin", "ops", "marketer"):
-                user = User(email=f"{role}@{name.lower()}.test", created_at=now)
-                user.set_password("correct horse battery")
+                user = User(email=f"{role}@{name.lower()}.test", created_at=now,
+                            password_hash=password_hash(WORLD_PASSWORD))
                 session.add(user)
                 session.flush()
                 session.add(Membership(user_id=user.id, workspace_id=workspace.id, role=role))
