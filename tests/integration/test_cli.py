@@ -1,0 +1,91 @@
+"""The ``tickwork`` command line: each command works, and each error is one clear line with a non-zero exit."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+from sqlalchemy import func, select
+
+from models.actions import ScheduledAction
+from models.database import read_session
+from tests.conftest import ROOT, TEST_SECRET
+
+
+@pytest.fixture
+def cli(app):
+    runner = app.test_cli_runner()
+
+    def run(*args, input=None):
+        return runner.invoke(args=list(args), input=input)
+
+    return run
+
+
+def _ok(result):
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _refused(result, fragment):
+    assert result.exit_code != 0
+    assert fragment in result.output
+    assert "Traceback" not in result.output
+    assert len([line for line in result.output.splitlines() if line.strip()]) == 1, result.output
+
+
+def test_workspace_user_token_and_channel_make_a_working_api_caller(app, cli, client):
+    _ok(cli("workspace", "create", "Hooli", "--timezone", "Europe/Berlin"))
+    _ok(cli("user", "create", "Gavin@Hooli.test", "--workspace", "Hooli", "--role", "admin", input="long enough pw\n"))
+    token = _ok(cli("token", "create", "gavin@hooli.test", "--workspace", "Hooli")).strip()
+    _ok(cli("channel", "add", "--workspace", "Hooli", "--name", "hook", "--kind", "webhook",
+            "--url", "http://127.0.0.1:9/hook", "--secret", "shh"))
+    answer = client.post("/api/v1/actions", headers={"Authorization": f"Bearer {token}"}, json={
+        "action_type": "send_email", "channel": "hook", "target_key": "x", "payload": {},
+        "local_time": "2026-06-02T09:00"})
+    assert answer.status_code == 201 and answer.json["publish_at"] == "2026-06-02T07:00:00Z"
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("workspace", "create", "Bad", "--timezone", "Mars/Base"), "not an IANA time zone"),
+    (("user", "create", "x@y.test", "--workspace", "Nowhere", "--role", "ops"), "no workspace named"),
+    (("user", "create", "not-an-email", "--workspace", "Acme", "--role", "ops"), "is not an email address"),
+    (("token", "create", "ghost@acme.test", "--workspace", "Acme"), "no user"),
+    (("channel", "add", "--workspace", "Acme", "--name", "h", "--kind", "pigeon"), "unknown channel kind"),
+    (("channel", "add", "--workspace", "Acme", "--name", "h", "--kind", "webhook", "--url", "ftp://x"),
+     "needs an http(s) url"),
+    (("channel", "add", "--workspace", "Acme", "--name", "main", "--kind", "log"), "already has a channel"),
+    (("channel", "add", "--workspace", "Acme", "--name", "h", "--kind", "log", "--config", "{oops"), "not JSON"),
+])
+def test_each_bad_command_exits_non_zero_with_one_clear_line(world, cli, args, fragment):
+    _refused(cli(*args, input="long enough pw\n"), fragment)
+
+
+def test_a_short_password_is_refused(world, cli):
+    _refused(cli("user", "create", "new@acme.test", "--workspace", "Acme", "--role", "ops", input="short\n"),
+             "at least 8 characters")
+
+
+def test_a_duplicate_workspace_is_refused(world, cli):
+    _refused(cli("workspace", "create", "Acme", "--timezone", "UTC"), "already exists")
+
+
+def test_demo_loads_every_status_and_prints_the_login_then_refuses_to_load_twice(app, cli):
+    output = _ok(cli("demo"))
+    assert "admin@demo.test" in output and "password" in output
+    with app.app_context(), read_session() as session:
+        statuses = dict(session.execute(select(ScheduledAction.status, func.count())
+                                        .group_by(ScheduledAction.status)).all())
+    assert {"queued", "published", "failed", "cancelled"} <= set(statuses)
+    _refused(cli("demo"), "already exists")
+
+
+def test_the_installed_command_reports_errors_without_a_traceback(database_url):
+    tickwork = shutil.which("tickwork", path=str(ROOT / ".venv" / "bin")) or shutil.which("tickwork")
+    assert tickwork, "the tickwork command is installed by pyproject's [project.scripts]"
+    env = dict(os.environ, TICKWORK_DATABASE_URL=database_url, TICKWORK_SECRET_KEY=TEST_SECRET,
+               TICKWORK_QUEUE_URL="immediate")
+    result = subprocess.run([tickwork, "workspace", "create", "X", "--timezone", "Nowhere/Land"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "not an IANA time zone" in result.stderr
