@@ -14,7 +14,7 @@ from flask_login import login_required
 from sqlalchemy import select
 
 from models.accounts import Role
-from models.actions import Origin, ScheduledAction, Status
+from models.actions import ActionEvent, Origin, ScheduledAction, Status
 from models.action_filters import rescheduled_to
 from models.channels import Channel
 from models.database import db, write_session
@@ -34,6 +34,16 @@ def channel_names(session, workspace_id: int) -> dict[int, str]:
     return {ident: name for ident, name in rows}
 
 
+def events_by_action(session, action_ids: list[int]) -> dict[int, list[ActionEvent]]:
+    """The timelines of several rows in one query."""
+    timelines: dict[int, list[ActionEvent]] = {ident: [] for ident in action_ids}
+    if action_ids:
+        for event in session.scalars(select(ActionEvent).where(ActionEvent.action_id.in_(action_ids))
+                                     .order_by(ActionEvent.action_id, ActionEvent.id)):
+            timelines[event.action_id].append(event)
+    return timelines
+
+
 def may_cancel(v, row: ScheduledAction) -> bool:
     """Ops cancel anything; a marketer cancels a post's rows and the rows they created."""
     return v.can(Role.OPS) or row.origin == Origin.RECONCILER.value or row.created_by_id == v.user.id
@@ -46,6 +56,7 @@ def row_context(row: ScheduledAction, **extra) -> dict:
         reason=failure_reason(row) if row.status == Status.FAILED.value else None,
         can_cancel=may_cancel(v, row), post_link=post_url(row), message=None, message_kind="ok",
         editing=False, replacement=None,
+        timeline=action_events(db.session, row.id) if row.attempt_count else None,
     )
     context.update(extra)
     return context

@@ -10,7 +10,7 @@ from models.database import db, write_session
 from models.errors import DomainError
 from models.scheduling import cancel_action, encode_cursor, retry_action
 from webapp.runtime import runtime
-from webapp.views.actions import channel_names, may_cancel
+from webapp.views.actions import channel_names, events_by_action, may_cancel
 from webapp.views.context import is_htmx, require_role, viewer
 from webapp.views.filters import parse_filter
 from webapp.views.posts import post_url
@@ -34,11 +34,12 @@ def _listing(kind: str):
     page, more = rows[:PAGE_SIZE], len(rows) > PAGE_SIZE
     counts = count_actions(session, v.workspace.id, parsed.wanted.with_statuses(*allowed))
     names = channel_names(session, v.workspace.id)
+    timelines = events_by_action(session, [row.id for row in page]) if kind == "failures" else {}
     context = dict(
         v=v, kind=kind, rows=page, parsed=parsed, counts=counts, names=names,
         next_cursor=encode_cursor(page[-1]) if more else None, types=action_types(session, v.workspace.id),
         channels=sorted(names.values()), statuses=allowed, reasons=failure_reason, may_cancel=may_cancel,
-        post_url=post_url,
+        post_url=post_url, timelines=timelines,
     )
     if is_htmx():
         return render_template("_listing_results.html", **context)

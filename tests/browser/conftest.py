@@ -1,0 +1,92 @@
+"""Real Chromium against a real server: the app served from a thread, on a migrated SQLite file.
+
+Browser tests run on SQLite only: what they prove (htmx wiring, escaping, layout) does not
+depend on the database, and the database tests already run on both.
+
+Screenshots go to a temporary folder, or to ``TICKWORK_SCREENS_DIR`` when it is set
+(``TICKWORK_SCREENS_DIR=docs/screens`` refreshes the ones the README shows).
+"""
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from werkzeug.serving import make_server
+
+from models.clock import FrozenClock
+from tests.conftest import T0, TEST_SECRET, make_world, migrate
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory):
+    """A migrated SQLite database, the app on it, and a server on a free local port."""
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Chromium is not installed at /usr/bin/chromium")
+    from webapp import create_app
+
+    path = tmp_path_factory.mktemp("browser") / "tickwork.db"
+    url = f"sqlite:///{path}"
+    migrate(url)
+    clock = FrozenClock(T0)
+    app = create_app({"TESTING": True, "SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": TEST_SECRET,
+                      "TICKWORK_QUEUE_URL": "immediate", "TICKWORK_CLOCK": clock, "TICKWORK_POLICY": {}})
+    world = make_world(app)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield type("Live", (), {"app": app, "world": world, "clock": clock,
+                            "url": f"http://127.0.0.1:{server.server_port}"})
+    server.shutdown()
+    thread.join(timeout=5)
+    from models.database import db
+
+    with app.app_context():
+        db.engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="session")
+def screens(tmp_path_factory) -> Path:
+    chosen = os.environ.get("TICKWORK_SCREENS_DIR")
+    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screens")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+def open_as(live, chromium):
+    """``open_as("ops")``: a fresh browser context signed in as that role; returns its page."""
+    contexts = []
+
+    def sign_in(role: str):
+        context = chromium.new_context(viewport={"width": 1280, "height": 860}, base_url=live.url)
+        contexts.append(context)
+        page = context.new_page()
+        page.dialogs = []
+        page.on("dialog", lambda dialog: (page.dialogs.append(dialog.message), dialog.dismiss()))
+        page.goto("/login")
+        page.get_by_label("Email").fill(f"{role}@acme.test")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_load_state("networkidle")
+        assert "/login" not in page.url, page.content()[:500]
+        return page
+
+    yield sign_in
+    for context in contexts:
+        context.close()

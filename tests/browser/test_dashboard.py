@@ -1,0 +1,159 @@
+"""The dashboard in real Chromium: sign in, compose, calendar, queue, reschedule, retry, escaping, health."""
+
+from datetime import timedelta
+
+import pytest
+from playwright.sync_api import expect
+
+from models.actions import ClockRun
+from models.database import write_session
+from tests.web.conftest import claim_and, make_action
+
+pytestmark = pytest.mark.browser
+
+PAYLOAD = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2; alert(1)">'
+
+
+def shot(page, screens, name):
+    page.screenshot(path=str(screens / f"{name}.png"))
+
+
+def assert_nothing_ran(page):
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.dialogs == []
+
+
+def test_compose_approve_and_find_it_on_its_local_day(open_as, live, screens):
+    page = open_as("marketer")
+    expect(page).to_have_url(f"{live.url}/calendar")
+    shot(page, screens, "calendar-month-empty")
+    page.get_by_label("New post on 10 June 2026").click()
+    expect(page.get_by_role("heading", name="New post")).to_be_visible()
+    page.get_by_label("Post").fill("Summer menu goes live at midnight")
+    page.get_by_role("checkbox", name="main").check()
+    expect(page.get_by_label("Date")).to_have_value("2026-06-10")
+    page.get_by_label("Time").fill("23:30")
+    page.get_by_label("Time").dispatch_event("change")
+    # 23:30 in New York is 03:30 the next day in UTC; the composer says so before saving.
+    expect(page.locator("#time-preview")).to_contain_text("2026-06-11 03:30 UTC")
+    shot(page, screens, "composer")
+    page.get_by_role("button", name="Save and approve").click()
+    expect(page.locator("#messages")).to_contain_text("is approved")
+    page.get_by_role("link", name="Calendar").click()
+    day = page.locator('td[data-date="2026-06-10"]')
+    expect(day.locator("a.chip-link")).to_contain_text("23:30")
+    expect(day.locator("a.chip-link.status-queued")).to_contain_text("Summer menu")
+    expect(page.locator('td[data-date="2026-06-11"]')).not_to_contain_text("Summer menu")
+    expect(page.locator("td.today")).to_have_attribute("data-date", "2026-06-01")
+    shot(page, screens, "calendar-month")
+    page.get_by_role("link", name="Week").click()
+    expect(page.locator('td[data-date="2026-06-01"]')).to_be_visible()
+    page.get_by_role("link", name="Next →").click()
+    expect(page.locator('td[data-date="2026-06-10"]')).to_contain_text("Summer menu")
+    shot(page, screens, "calendar-week")
+    # The chip opens the action's detail, which links back to the post.
+    page.locator('td[data-date="2026-06-10"] a.chip-link').first.click()
+    expect(page.get_by_role("link", name="open the post")).to_be_visible()
+
+
+def test_cancel_from_the_queue_rerenders_the_row(open_as, live, screens):
+    action_id = make_action(live.app, live.world, minutes=90, target="cancel-me@example.test")
+    page = open_as("ops")
+    page.goto("/queue")
+    row = page.locator(f"#action-{action_id}")
+    expect(row.locator(".chip")).to_have_text("queued")
+    shot(page, screens, "queue")
+    row.get_by_role("button", name="Cancel").click()
+    expect(row.locator(".chip")).to_have_text("cancelled")
+    expect(row).to_contain_text("Cancelled.")
+    expect(row.get_by_role("button", name="Cancel")).to_have_count(0)
+
+
+def test_reschedule_shows_both_rows_with_lineage(open_as, live, screens):
+    action_id = make_action(live.app, live.world, minutes=120, target="move-me@example.test")
+    page = open_as("ops")
+    page.goto("/queue?q=move-me")
+    row = page.locator(f"#action-{action_id}")
+    row.get_by_role("button", name="Reschedule").click()
+    row.get_by_label("New date").fill("2026-06-20")
+    row.get_by_label("Time (America/New_York)").fill("09:15")
+    row.get_by_role("button", name="Move").click()
+    expect(row.locator(".chip")).to_have_text("cancelled")
+    expect(row).to_contain_text("Moved to Sat 20 Jun 09:15 EDT")
+    new_row = page.locator(f"#action-{action_id} + tr")
+    expect(new_row.locator(".chip")).to_have_text("queued")
+    expect(new_row).to_contain_text(f"Rescheduled from #{action_id}")
+    shot(page, screens, "queue-rescheduled")
+    new_row.get_by_role("link", name=f"#{action_id}").click()
+    expect(page.get_by_role("heading", name=f"Action #{action_id}")).to_be_visible()
+    expect(page.locator("dl.facts")).to_contain_text("Rescheduled to #")
+    shot(page, screens, "action-detail")
+
+
+def test_retry_is_the_admins_and_refused_to_a_marketer(open_as, live, screens):
+    action_id = make_action(live.app, live.world, minutes=-2, target="retry-me@example.test")
+    claim_and(live.app, action_id, "failed", message="mailbox unavailable (550)")
+    marketer = open_as("marketer")
+    marketer.goto("/failures?q=retry-me")
+    row = marketer.locator(f"#action-{action_id}")
+    expect(row).to_contain_text("The provider refused it for good: mailbox unavailable (550)")
+    row.get_by_role("button", name="Retry").click()
+    expect(row).to_contain_text("You need the admin role to retry.")
+    expect(row.locator(".chip")).to_have_text("failed")
+    admin = open_as("admin")
+    admin.goto("/failures?q=retry-me")
+    shot(admin, screens, "failures")
+    row = admin.locator(f"#action-{action_id}")
+    row.get_by_role("button", name="Retry").click()
+    expect(row.locator(".chip")).to_have_text("queued")
+    expect(row).to_contain_text("Retried")
+
+
+def test_typed_markup_executes_nowhere(open_as, live, screens):
+    sent = make_action(live.app, live.world, minutes=-3, target="xss@example.test", payload={"body": PAYLOAD},
+                       action_type="publish_post")
+    claim_and(live.app, sent, "failed", message=f"provider said: {PAYLOAD}")
+    queued = make_action(live.app, live.world, minutes=30, target="xss@example.test", payload={"body": PAYLOAD})
+    page = open_as("admin")
+    page.goto("/posts/new?date=2026-06-12")
+    page.get_by_label("Post").fill(PAYLOAD)
+    page.get_by_role("checkbox", name="main").check()
+    page.get_by_role("button", name="Save as draft").click()
+    expect(page.locator("#body")).to_have_value(PAYLOAD)
+    for url in ("/calendar", "/queue?q=xss", "/failures?q=xss", f"/actions/{sent}", f"/actions/{queued}",
+                "/calendar?view=week&date=2026-06-12"):
+        page.goto(url)
+        page.wait_for_load_state("networkidle")
+        assert_nothing_ran(page)
+    expect(page.locator('td[data-date="2026-06-12"]')).to_contain_text("<script>")
+    page.goto(f"/actions/{sent}")
+    expect(page.locator("pre.payload")).to_contain_text("<script>window.__pwned = 1</script>")
+    expect(page.locator("dl.facts")).to_contain_text('onerror="window.__pwned = 2')
+    row = page.locator(f"#action-{sent}")
+    row.get_by_role("button", name="Retry").click()  # an htmx swap carrying the same text
+    expect(row.locator(".chip")).to_have_text("queued")
+    assert_nothing_ran(page)
+
+
+def test_health_warns_when_the_tick_is_stale(open_as, live, screens):
+    page = open_as("ops")
+    with live.app.app_context(), write_session() as session:
+        session.add(ClockRun(kind="tick", started_at=live.clock.now() - timedelta(minutes=7),
+                             finished_at=live.clock.now() - timedelta(minutes=7), summary={"due": 3, "dispatched": 3}))
+    page.goto("/health")
+    expect(page.get_by_role("alert")).to_contain_text("The tick has not run for 3 minutes")
+    shot(page, screens, "health-stale")
+    with live.app.app_context(), write_session() as session:
+        session.add(ClockRun(kind="tick", started_at=live.clock.now() - timedelta(seconds=20),
+                             finished_at=live.clock.now() - timedelta(seconds=19), summary={"due": 0, "dispatched": 0}))
+    page.reload()
+    expect(page.locator(".banner.ok")).to_contain_text("The tick ran 20 s ago")
+    shot(page, screens, "health")
+
+
+def test_channels_page(open_as, screens):
+    page = open_as("admin")
+    page.goto("/channels")
+    page.get_by_role("row", name="main").get_by_role("button", name="Test-send").click()
+    expect(page.locator(".message.ok")).to_contain_text("Sent")
+    shot(page, screens, "channels")
