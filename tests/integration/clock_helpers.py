@@ -54,3 +54,22 @@ def tick(app, **kwargs) -> dict:
 
     with app.app_context():
         return tick_once(**kwargs)
+
+
+def make_channel(app, kind: str = "log", config: dict | None = None, secret: str | None = None,
+                 name: str = "main", workspace: str = "Acme") -> int:
+    """A workspace with one channel and no people (hashing passwords is slow); returns the workspace id."""
+    from models.accounts import Workspace
+
+    with app.app_context():
+        rt = runtime()
+        with write_session() as session:
+            ws = session.scalar(select(Workspace).where(Workspace.name == workspace))
+            if ws is None:
+                ws = Workspace(name=workspace, timezone="America/New_York", created_at=rt.now())
+                session.add(ws)
+                session.flush()
+            channel = Channel(workspace_id=ws.id, name=name, kind=kind, config=config or {}, created_at=rt.now())
+            channel.set_secret(rt.secret_box, secret)
+            session.add(channel)
+            return ws.id
