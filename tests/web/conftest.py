@@ -117,3 +117,57 @@ def claim_and(app, action_id, outcome: str, *, message="the provider said no", p
                 return claimed.action
             assert done.ok, done
             return done.action
+
+
+def make_post(app, world, *, body="Fresh bread at nine", day="2026-06-10", at="09:00", approve=True,
+              targets=("main",), role="marketer"):
+    """A post written and (by default) approved through the domain functions; returns its id."""
+    from datetime import date, time
+
+    from models.accounts import User
+    from models.posts import approve_post, create_post
+    from webapp.runtime import runtime
+
+    with app.app_context():
+        rt = runtime()
+        with write_session() as session:
+            actor = Actor.person(session.get(User, world.users[role]))
+            change = create_post(session, world.workspace_id, body=body, targets=list(targets),
+                                 wall_date=date.fromisoformat(day), wall_time=time.fromisoformat(at), media=[],
+                                 actor=actor, now=rt.now(), policy=rt.policy)
+            if approve:
+                approve_post(session, world.workspace_id, change.post.id, actor=actor, now=rt.now(),
+                             policy=rt.policy)
+            return change.post.id
+
+
+def rows_of_post(app, world, post_id):
+    from models.posts import post_rows
+
+    with app.app_context():
+        from models.database import read_session
+
+        with read_session() as session:
+            return post_rows(session, world.workspace_id, [post_id])[post_id]
+
+
+@pytest.fixture
+def acme(app, world):
+    """The world plus one row in each interesting state, and an approved post."""
+    queued = make_action(app, world, minutes=60, target="queued@example.test")
+    failed = make_action(app, world, minutes=-5, target="failed@example.test")
+    claim_and(app, failed, "failed", message="mailbox unavailable (550)")
+    published = make_action(app, world, minutes=-4, target="sent@example.test")
+    claim_and(app, published, "published", provider_id="prov-42")
+    post = make_post(app, world)
+    post_row = rows_of_post(app, world, post)[0].id
+    return type("Acme", (), dict(world=world, queued=queued, failed=failed, published=published, post=post,
+                                 post_row=post_row, channel_id=_channel_id(app, world)))
+
+
+def _channel_id(app, world):
+    with app.app_context():
+        from models.database import read_session
+
+        with read_session() as session:
+            return channel_of(session, world).id

@@ -23,7 +23,7 @@ from models.scheduling import action_events, cancel_action, get_action, reschedu
 from models.wall_time import InvalidTimezone, resolve_wall_time
 from webapp.runtime import runtime
 from webapp.views.posts import post_url
-from webapp.views.context import is_htmx, viewer
+from webapp.views.context import is_htmx, render_page, viewer
 from webapp.views.wording import failure_reason, refusal_message
 
 bp = Blueprint("actions", __name__)
@@ -102,7 +102,7 @@ def render_detail(row: ScheduledAction, *, status: int = 200, message: str | Non
         events=events, parent=parent, children=rescheduled_to(session, row.id),
         payload_text=json.dumps(row.payload, indent=2, ensure_ascii=False, sort_keys=True),
     )
-    return render_template("action_detail.html", **context), status
+    return render_page("action_detail.html", **context), status
 
 
 @bp.get("/actions/<int:action_id>")

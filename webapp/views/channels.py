@@ -11,7 +11,7 @@ from models.database import db, write_session
 from models.errors import InvalidInput, NotFound
 from models.providers import Delivery, SendContext, SendOutcome, provider_for
 from webapp.runtime import runtime
-from webapp.views.context import is_htmx, require_role, viewer
+from webapp.views.context import is_htmx, render_page, require_role, viewer
 
 bp = Blueprint("channels", __name__)
 
@@ -66,7 +66,7 @@ def _page(channel=None, *, error=None, status=200, result=None):
         kind=form.get("kind", "log") if form else (channel.kind if channel else "log"),
         settings=form.get("settings", "") if form else (settings_text(channel.config) if channel else ""),
     )
-    return render_template("channels.html", v=v, channels=channels, editing=channel, values=values, error=error,
+    return render_page("channels.html", v=v, channels=channels, editing=channel, values=values, error=error,
                            kinds=[k.value for k in ChannelKind], hints=SETTINGS_HINT, result=result), status
 
 

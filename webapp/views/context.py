@@ -52,6 +52,17 @@ def is_htmx() -> bool:
     return request.headers.get("HX-Request") == "true"
 
 
+def render_page(template: str, **context) -> str:
+    """The whole page, or for htmx only its ``content`` block (the page minus header and nav)."""
+    if is_htmx():
+        from jinja2_fragments.flask import render_block
+
+        return render_block(template, "content", **context)
+    from flask import render_template
+
+    return render_template(template, **context)
+
+
 def memberships_of(user_id: int) -> list[Membership]:
     return list(db.session.scalars(
         select(Membership).where(Membership.user_id == user_id).order_by(Membership.workspace_id)

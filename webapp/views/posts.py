@@ -30,7 +30,7 @@ from models.posts import (
 )
 from models.wall_time import InvalidTimezone, resolve_wall_time
 from webapp.runtime import runtime
-from webapp.views.context import is_htmx, require_role, viewer
+from webapp.views.context import is_htmx, render_page, require_role, viewer
 
 bp = Blueprint("posts", __name__)
 
@@ -84,7 +84,7 @@ def render_composer(post=None, *, error: DomainError | None = None, status: int 
     if post is not None:
         names = [c.name for c in post_targets(db.session, post.id)]
         delivery = delivery_of(names, post_rows(db.session, v.workspace.id, [post.id])[post.id])
-    return render_template(
+    return render_page(
         "composer.html", v=v, post=post, values=values, channels=_channels(v.workspace.id), delivery=delivery,
         error=error, note=note, preview=_preview(values.get("date"), values.get("time"), v.zone),
     ), status
