@@ -1,0 +1,225 @@
+"""The tick and the dispatch worker, inline (immediate mode), on a frozen clock."""
+
+import json
+import threading
+from datetime import timedelta
+
+from sqlalchemy import func, insert, select
+from werkzeug import Response
+
+from models import lifecycle
+from models.actions import ActionEvent, ClockRun, ScheduledAction
+from models.clock_runs import run_event_counts
+from models.database import read_session, write_session
+from models.lifecycle import Actor
+from models.outbox import OutboxEntry
+from models.scheduling import retry_action
+from models.ticks import recover_lost_workers
+from tests.integration.clock_helpers import add_actions, events, make_channel, row, rows, tick
+from webapp.runtime import runtime
+
+import pytest
+
+
+def outbox(app) -> list[OutboxEntry]:
+    with app.app_context(), read_session() as session:
+        return list(session.scalars(select(OutboxEntry).order_by(OutboxEntry.id)))
+
+
+def set_policy(app, **values):
+    runtime_ = app.extensions["tickwork"]
+    runtime_.policy = runtime_.policy.with_overrides(values)
+
+
+@pytest.fixture
+def workspace(app):
+    return make_channel(app)
+
+
+def test_one_tick_drains_every_due_row_in_batches_not_one_batch_per_minute(app, workspace):
+    set_policy(app, tick_batch_size=50)
+    ids = add_actions(app, workspace, 180)
+    summary = tick(app)
+    assert summary["due"] == 180 and summary["batches"] == 4
+    assert {r.status for r in rows(app, ids).values()} == {"published"}
+    assert len(outbox(app)) == 180
+
+
+def test_due_rows_go_out_in_publish_at_then_id_order(app, clock, workspace):
+    later = add_actions(app, workspace, 3, due_in=timedelta(seconds=-30))
+    earlier = add_actions(app, workspace, 3, due_in=timedelta(seconds=-90))
+    tick(app)
+    assert [entry.action_id for entry in outbox(app)] == earlier + later
+
+
+def test_a_row_not_yet_due_is_left_queued(app, workspace):
+    (action_id,) = add_actions(app, workspace, 1, due_in=timedelta(minutes=5))
+    summary = tick(app)
+    assert summary["due"] == 0 and row(app, action_id).status == "queued"
+
+
+def test_a_tick_records_its_run_and_the_events_name_it(app, workspace):
+    ids = add_actions(app, workspace, 2)
+    summary = tick(app)
+    with app.app_context(), read_session() as session:
+        run = session.get(ClockRun, summary["clock_run_id"])
+        assert run.kind == "tick" and run.finished_at is not None and run.error is None
+        assert run.summary["due"] == 2 and run.summary["outcomes"] == {"published": 2}
+        assert {"recovered", "missed", "dispatched", "duration_ms"} <= set(run.summary)
+        assert run_event_counts(session, run.id) == {"claimed": 2, "published": 2}
+    for action_id in ids:
+        moves = [(e.to_status, e.clock_run_id) for e in events(app, action_id)]
+        assert moves == [("queued", None), ("submitted", run.id), ("published", run.id)]
+
+
+def test_overlapping_ticks_send_each_row_once(app, workspace):
+    ids = add_actions(app, workspace, 120)
+    threads = [threading.Thread(target=tick, args=(app,)) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    sent = [entry.action_id for entry in outbox(app)]
+    assert sorted(sent) == sorted(ids)
+    assert {r.attempt_count for r in rows(app, ids).values()} == {1}
+
+
+def test_a_row_that_never_gets_through_fails_once_its_attempts_are_spent(app, clock):
+    set_policy(app, max_attempts=3)
+    workspace_id = make_channel(app, "webhook", {"url": "http://127.0.0.1:9/never"})
+    (action_id,) = add_actions(app, workspace_id, 1)
+    for _ in range(5):
+        tick(app)
+        clock.advance(hours=1)
+    after = row(app, action_id)
+    assert after.status == "failed" and after.failure_code == "attempts_exhausted"
+    assert after.attempt_count == 3
+    assert "could not reach" in after.last_error
+    claims = [e for e in events(app, action_id) if e.to_status == "submitted"]
+    assert len(claims) == 3
+
+
+def test_a_claim_refused_for_spent_attempts_fails_the_row_instead_of_retrying_every_tick(app):
+    set_policy(app, max_attempts=2)
+    workspace_id = make_channel(app)
+    (action_id,) = add_actions(app, workspace_id, 1)
+    with app.app_context(), write_session() as session:
+        session.query(ScheduledAction).filter_by(id=action_id).update({"attempt_count": 2})
+    summary = tick(app)
+    after = row(app, action_id)
+    assert after.status == "failed" and after.failure_code == "attempts_exhausted"
+    assert summary["outcomes"] == {"missed:attempts_exhausted": 1}
+    assert outbox(app) == []
+
+
+def test_a_row_later_than_its_window_is_failed_as_missed_not_sent(app, clock, workspace):
+    sms = add_actions(app, workspace, 1, action_type="send_sms")[0]
+    post = add_actions(app, workspace, 1, action_type="publish_post")[0]
+    clock.advance(hours=2)  # SMS may be 1 h late, posts 6 h
+    summary = tick(app)
+    missed = row(app, sms)
+    assert missed.status == "failed" and missed.failure_code == "missed_window"
+    assert "missed its window" in missed.last_error and "send_sms may be at most 1h00m late" in missed.last_error
+    assert row(app, post).status == "published"
+    assert summary["missed"] == 1
+    assert [entry.action_id for entry in outbox(app)] == [post]
+
+
+def test_an_admin_retry_gives_a_missed_row_a_fresh_window(app, clock, workspace):
+    (sms,) = add_actions(app, workspace, 1, action_type="send_sms")
+    clock.advance(hours=2)
+    tick(app)
+    assert row(app, sms).failure_code == "missed_window"
+    clock.advance(minutes=10)
+    with app.app_context(), write_session() as session:
+        retry_action(session, workspace, sms, now=runtime().now(), policy=runtime().policy, actor=Actor(label="admin"))
+    tick(app)
+    assert row(app, sms).status == "published"
+
+
+def test_lateness_is_measured_from_the_next_attempt_so_backoff_never_misses_a_window(app, clock, httpserver):
+    workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
+    answers = iter([Response("busy", status=429, headers={"Retry-After": "5400"}), Response("{}", status=200)])
+    httpserver.expect_request("/hook").respond_with_handler(lambda _request: next(answers))
+    (sms,) = add_actions(app, workspace_id, 1, action_type="send_sms")
+    tick(app)
+    retry_at = row(app, sms).next_attempt_at
+    assert retry_at == clock.now() + timedelta(minutes=90)  # later than the 1 h window of an SMS
+    clock.set(retry_at + timedelta(minutes=1))
+    tick(app)
+    assert row(app, sms).status == "published"
+
+
+def claim_and_abandon(app, action_id: int) -> str:
+    """What a worker that died after its claim leaves behind."""
+    with app.app_context(), write_session() as session:
+        moved = lifecycle.claim(session, action_id, now=runtime().now(), actor=Actor.job("dispatch"))
+        assert moved.ok
+        return moved.action.claim_token
+
+
+def test_a_row_left_submitted_past_the_recovery_timeout_fails_as_worker_lost_and_is_never_resent(app, clock, workspace):
+    (action_id,) = add_actions(app, workspace, 1)
+    claim_and_abandon(app, action_id)
+    clock.advance(minutes=9)
+    assert tick(app)["recovered"] == 0
+    assert row(app, action_id).status == "submitted"
+    clock.advance(minutes=2)
+    summary = tick(app)
+    lost = row(app, action_id)
+    assert summary["recovered"] == 1
+    assert lost.status == "failed" and lost.failure_code == "worker_lost"
+    assert lost.last_error.startswith("worker lost; outcome unknown")
+    tick(app)
+    assert outbox(app) == [] and row(app, action_id).status == "failed"
+
+
+def test_a_lost_workers_late_success_still_publishes_the_row(app, clock, httpserver):
+    workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
+    (action_id,) = add_actions(app, workspace_id, 1)
+
+    def slow_success(_request):
+        # While the provider is "thinking", the worker is declared lost.
+        clock.advance(minutes=11)
+        with app.app_context():
+            rt = runtime()
+            assert recover_lost_workers(now=rt.now(), policy=rt.policy, actor=Actor.job("recover")) == 1
+        assert row(app, action_id).failure_code == "worker_lost"
+        return Response(json.dumps({"id": "late-1"}), status=200, content_type="application/json")
+
+    httpserver.expect_request("/hook").respond_with_handler(slow_success)
+    tick(app)
+    after = row(app, action_id)
+    assert after.status == "published" and after.provider_id == "late-1"
+    assert [e.to_status for e in events(app, action_id)] == ["queued", "submitted", "failed", "published"]
+    assert "after the worker was declared lost" in events(app, action_id)[-1].reason
+
+
+def test_a_legacy_duplicate_beside_a_published_sibling_is_failed_not_retried_every_tick(app, clock, workspace):
+    (action_id,) = add_actions(app, workspace, 1, thing_prefix="post-7")
+    queued = row(app, action_id)
+    with app.app_context(), write_session() as session:
+        values = {c: getattr(queued, c) for c in ("workspace_id", "action_type", "thing_id", "target_key",
+                                                   "channel_id", "payload", "publish_at", "origin",
+                                                   "created_at", "updated_at")}
+        session.execute(insert(ScheduledAction).values(**values, status="published", attempt_count=1))
+    summary = tick(app)
+    after = row(app, action_id)
+    assert after.status == "failed" and after.failure_code == "duplicate_of_published"
+    assert summary["outcomes"] == {"missed:duplicate_of_published": 1}
+    assert outbox(app) == []
+
+
+def test_a_row_that_is_no_longer_queued_is_skipped_without_a_send(app, workspace):
+    from models.dispatch import DispatchContext, dispatch_action
+
+    (action_id,) = add_actions(app, workspace, 1)
+    tick(app)
+    with app.app_context():
+        rt = runtime()
+        result = dispatch_action(action_id, DispatchContext(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box))
+        with read_session() as session:
+            claims = session.scalar(select(func.count()).select_from(ActionEvent).where(
+                ActionEvent.action_id == action_id, ActionEvent.to_status == "submitted"))
+    assert result.outcome == "skipped" and result.reason == "published"
+    assert claims == 1 and len(outbox(app)) == 1
