@@ -165,6 +165,8 @@ def _insert(session, post, channel, instant, payload, done, *, now, actor, resch
         done.counts["skip_terminal"] += 1
         return False
     done.new_rows.append(row)
+    if rescheduled_from_id is None:
+        done.counts["inserted"] += 1
     return True
 
 
