@@ -1,0 +1,137 @@
+"""The clock through a real Huey queue (SqliteHuey on a file), stepped one task at a time."""
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+from jobs.queue import huey
+from models.database import read_session, write_session
+from models.heartbeats import beat, forget, live_consumers
+from models.lifecycle import Actor
+from models.outbox import OutboxEntry
+from models.scheduling import cancel_action
+from tests.integration.clock_helpers import add_actions, make_channel, row, tick
+from webapp.runtime import runtime
+
+@pytest.fixture
+def app_config(app_config, tmp_path):
+    app_config["TICKWORK_QUEUE_URL"] = f"sqlite:///{tmp_path / 'queue.db'}"
+    return app_config
+
+
+@pytest.fixture
+def queue(app):
+    yield huey
+    huey.storage.close()
+
+
+def run_queue(app, clock) -> list:
+    """Run every queued task, and every scheduled one whose eta has come by ``clock``, as a consumer would."""
+    until = clock.now().replace(tzinfo=None)
+    results = []
+    with app.app_context():
+        for task in huey.read_schedule(until):
+            huey.enqueue(task)
+        while (task := huey.dequeue()) is not None:
+            if task.eta is not None and task.eta > until:
+                huey.add_schedule(task)
+                continue
+            results.append(huey.execute(task, timestamp=until))
+    return results
+
+
+def outbox_ids(app) -> list[int]:
+    with app.app_context(), read_session() as session:
+        return list(session.scalars(select(OutboxEntry.action_id).order_by(OutboxEntry.id)))
+
+
+def test_a_tick_fans_out_one_dispatch_task_per_due_row(app, queue, clock):
+    workspace_id = make_channel(app)
+    ids = add_actions(app, workspace_id, 5)
+    summary = tick(app)
+    assert summary["mode"] == "queue" and summary["dispatched"] == 5
+    assert len(huey) == 5
+    assert all(row(app, i).status == "queued" for i in ids)
+    assert run_queue(app, clock) == ["published"] * 5
+    assert sorted(outbox_ids(app)) == ids
+
+
+def test_rows_due_before_the_next_tick_are_handed_over_with_their_eta(app, queue, clock):
+    workspace_id = make_channel(app)
+    (soon,) = add_actions(app, workspace_id, 1, due_in=timedelta(seconds=30))
+    add_actions(app, workspace_id, 1, due_in=timedelta(minutes=3))
+    summary = tick(app)
+    assert summary["due"] == 0 and summary["scheduled_ahead"] == 1
+    (task,) = [huey.deserialize_task(data) for data in huey.storage.enqueued_items()]
+    assert task.eta == (clock.now() + timedelta(seconds=30)).replace(tzinfo=None)
+    clock.advance(seconds=30)
+    assert run_queue(app, clock) == ["published"]
+    assert outbox_ids(app) == [soon]
+
+
+def test_a_row_cancelled_between_the_tick_and_its_eta_is_skipped(app, queue, clock):
+    workspace_id = make_channel(app)
+    (action_id,) = add_actions(app, workspace_id, 1, due_in=timedelta(seconds=40))
+    assert tick(app)["scheduled_ahead"] == 1
+    with app.app_context(), write_session() as session:
+        cancel_action(session, workspace_id, action_id, now=runtime().now(), actor=Actor(label="user:ops"))
+    clock.advance(seconds=40)
+    assert run_queue(app, clock) == ["skipped:cancelled"]
+    assert row(app, action_id).status == "cancelled" and outbox_ids(app) == []
+
+
+def test_a_write_that_makes_a_row_due_soon_hands_it_to_the_queue(app, queue, clock):
+    workspace_id = make_channel(app)
+    ids = add_actions(app, workspace_id, 2, due_in=timedelta(seconds=20), spacing=timedelta(minutes=5))
+    with app.app_context():
+        runtime().announce_due([row(app, i) for i in ids])
+    (task,) = [huey.deserialize_task(data) for data in huey.storage.enqueued_items()]
+    assert task.args[0] == ids[0]
+    clock.advance(seconds=20)
+    assert run_queue(app, clock) == ["published"]
+
+
+def test_a_quick_retry_goes_back_on_the_queue_with_its_eta(app, queue, clock, httpserver):
+    from werkzeug import Response
+
+    answers = iter([Response("busy", status=503, headers={"Retry-After": "10"}), Response("{}", status=200)])
+    httpserver.expect_request("/hook").respond_with_handler(lambda _request: next(answers))
+    workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
+    (action_id,) = add_actions(app, workspace_id, 1)
+    tick(app)
+    assert run_queue(app, clock) == ["reverted:retry_later"]
+    retry_at = row(app, action_id).next_attempt_at
+    assert huey.scheduled_count() == 1
+    clock.set(retry_at)
+    assert run_queue(app, clock) == ["published"]
+
+
+def test_immediate_mode_hands_nothing_ahead(app_config, tmp_path):
+    from webapp import create_app
+
+    app_config["TICKWORK_QUEUE_URL"] = "immediate"
+    app = create_app(app_config)
+    workspace_id = make_channel(app)
+    add_actions(app, workspace_id, 1, due_in=timedelta(seconds=30))
+    summary = tick(app)
+    assert summary["mode"] == "inline" and summary["scheduled_ahead"] == 0 and summary["due"] == 0
+    assert huey.immediate and len(huey.storage.enqueued_items()) == 0
+    from models.database import db
+
+    with app.app_context():
+        db.engine.dispose()
+
+
+def test_consumer_heartbeats_are_written_and_read_back(app, clock):
+    with app.app_context():
+        beat("box:1", host="box", pid=1, started_at=clock.now(), now=clock.now())
+        clock.advance(seconds=5)
+        beat("box:1", host="box", pid=1, started_at=clock.now() - timedelta(seconds=5), now=clock.now())
+        beat("box:2", host="box", pid=2, started_at=clock.now(), now=clock.now() - timedelta(minutes=5))
+        with read_session() as session:
+            live = live_consumers(session, clock.now())
+            assert [h.name for h in live] == ["box:1"] and live[0].beat_at == clock.now()
+        forget("box:1")
+        with read_session() as session:
+            assert live_consumers(session, clock.now()) == []

@@ -1,0 +1,58 @@
+"""TICKWORK_QUEUE_URL → Huey storage, and HTTP answers → provider outcomes; no database, no network."""
+
+from datetime import datetime, timezone
+
+import httpx
+import pytest
+from huey.storage import PostgresStorage, RedisStorage, SqliteStorage
+
+from jobs.queue import TickworkHuey, storage_for
+from models.providers.base import SendContext, SendOutcome
+from models.providers.http import classify
+
+
+@pytest.mark.parametrize("url,storage,kwargs", [
+    ("sqlite:////srv/tickwork/queue.db", SqliteStorage, {"filename": "/srv/tickwork/queue.db", "timeout": 10}),
+    ("postgresql://app@db/tickwork", PostgresStorage, {"dsn": "postgresql://app@db/tickwork"}),
+    ("postgresql+psycopg://app@db/tickwork", PostgresStorage, {"dsn": "postgresql://app@db/tickwork"}),
+    ("redis://cache:6379/0", RedisStorage, {"url": "redis://cache:6379/0"}),
+    ("immediate", None, {}),
+])
+def test_the_queue_url_chooses_the_storage(url, storage, kwargs):
+    assert storage_for(url) == (storage, kwargs)
+
+
+@pytest.mark.parametrize("url", ["mysql://x/y", "sqlite://", "nonsense"])
+def test_an_unknown_queue_url_is_refused_with_the_choices(url):
+    with pytest.raises(ValueError, match="expected sqlite|needs a file"):
+        storage_for(url)
+
+
+def test_configuring_a_queue_opens_nothing_until_first_use(tmp_path):
+    queue = TickworkHuey("probe")
+    path = tmp_path / "queue.db"
+    queue.configure(f"sqlite:///{path}")
+    assert not queue.immediate and not path.exists()
+    assert len(queue) == 0
+    assert path.exists()
+    queue.storage.close()
+
+
+CONTEXT = SendContext(now=datetime(2026, 6, 1, tzinfo=timezone.utc), timeout=5)
+
+
+@pytest.mark.parametrize("status,outcome", [
+    (200, None), (201, None), (202, None),
+    (429, SendOutcome.RETRY_LATER), (503, SendOutcome.RETRY_LATER),
+    (500, SendOutcome.UNKNOWN), (502, SendOutcome.UNKNOWN), (504, SendOutcome.UNKNOWN),
+    (400, SendOutcome.PERMANENT), (401, SendOutcome.PERMANENT), (404, SendOutcome.PERMANENT),
+    (422, SendOutcome.PERMANENT), (301, SendOutcome.PERMANENT),
+])
+def test_each_response_class_maps_to_one_outcome(status, outcome):
+    result = classify(httpx.Response(status, json={"message": "words"}), CONTEXT, what="P")
+    assert (result.outcome if result else None) == outcome
+
+
+def test_retry_later_carries_the_retry_after():
+    result = classify(httpx.Response(429, headers={"Retry-After": "90"}), CONTEXT, what="P")
+    assert result.retry_after.total_seconds() == 90
