@@ -189,7 +189,7 @@ def update(post_id: int):
     _check_fields(body, UPDATE_FIELDS)
     if not body:
         raise InvalidInput("nothing to change; send body, media, local_time or targets", code="missing")
-    for name in ("body", "targets"):
+    for name in ("body", "targets", "local_time"):
         if name in body and body[name] is None:
             raise InvalidInput(f"{name} cannot be null", field=name, code="missing")
     rt = runtime()

@@ -94,7 +94,8 @@ def _save(channel: Channel | None):
         try:
             validate_channel(name, kind, config)
         except ValueError as exc:
-            raise InvalidInput(str(exc).capitalize() + ".", field="name") from None
+            words = str(exc)
+            raise InvalidInput(words[:1].upper() + words[1:] + ".", field="name") from None
         with write_session() as session:
             if channel is None:
                 target = Channel(workspace_id=v.workspace.id, created_at=rt.now())
