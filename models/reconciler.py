@@ -225,15 +225,16 @@ def plan_pass(session: Session) -> list[WorkspaceWork]:
         select(Post.workspace_id, Post.id).where(text("posts.status = 'approved'"))
     ):
         by_workspace.setdefault(workspace_id, set()).add(post_id)
-    for workspace_id, thing_id in session.execute(
+    # No DISTINCT here: to avoid its sort SQLite would walk a whole-table index, whose
+    # length is the history; the queued rows' partial index is the short list.
+    for workspace_id, thing_id in set(session.execute(
         select(ScheduledAction.workspace_id, ScheduledAction.thing_id)
         .where(
             text("scheduled_actions.status = 'queued'"),
             ScheduledAction.action_type == ACTION_TYPE,
             ScheduledAction.origin == Origin.RECONCILER.value,
         )
-        .distinct()
-    ):
+    )):
         post_id = post_id_of(thing_id)
         if post_id is not None:
             by_workspace.setdefault(workspace_id, set()).add(post_id)

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import pytest
 from sqlalchemy import func, select, text
@@ -345,6 +345,16 @@ def test_a_garbage_zone_skips_its_workspace_and_the_others_are_reconciled(client
     with app.app_context(), read_session() as session:
         run = session.get(ClockRun, summary["clock_run_id"])
         assert run.kind == "reconcile" and run.finished_at is not None and run.summary["errors"] == [error]
+
+
+def test_tickwork_reconcile_runs_one_pass_and_prints_its_summary(client, app, world):
+    post_id = _post(client, world, approve=False)
+    _sql(app, "UPDATE posts SET status = 'approved'")
+    result = app.test_cli_runner().invoke(args=["reconcile"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["inserted"] == 1 and summary["kind"] == "reconcile"
+    assert len(_rows(app, post_id)) == 1
 
 
 def test_every_target_sent_marks_the_post_published_with_its_delivery(client, app, world, clock):
