@@ -29,13 +29,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import httpx
+from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from models import lifecycle
 from models.actions import FailureCode, ScheduledAction, Status
 from models.backoff import backoff_delay
 from models.channels import Channel
-from models.database import write_session
+from models.database import read_session, write_session
 from models.guard import PublishGuardViolation
 from models.lifecycle import Actor, Refusal
 from models.policy import Policy
@@ -133,6 +134,12 @@ def dispatch_action(action_id: int, context: DispatchContext, *, clock_run_id: i
 def claim_for_send(action_id: int, context: DispatchContext, actor: Actor) -> _Claimed | DispatchResult:
     """Step 1: skip, miss or claim the row, in one short write transaction."""
     policy = context.policy
+    # A cheap look first: a row another worker already took is skipped without queueing
+    # for the write lock (on SQLite every writer waits its turn for it).
+    with read_session(context.engine) as session:
+        status = session.scalar(select(ScheduledAction.status).where(ScheduledAction.id == action_id))
+    if status != Status.QUEUED.value:
+        return DispatchResult(action_id, DispatchOutcome.SKIPPED, status or "not_found")
     with write_session(context.engine) as session:
         now = context.clock.now()
         row = session.get(ScheduledAction, action_id)

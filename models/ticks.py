@@ -10,9 +10,10 @@ One pass, in this order, each step in short transactions of its own:
    (``missed_window``) without a send.
 3. **Drain.** Due rows (``queued``, ``publish_at <= now``, ``next_attempt_at`` empty or
    past) in ``(publish_at, id)`` order, ``policy.tick_batch_size`` at a time, each batch
-   handed to the dispatcher, until none is due or ``policy.tick_budget`` is spent. The
-   batches walk forward by a keyset cursor, so rows a queue has not reached yet are not
-   handed over twice in one pass.
+   handed to the dispatcher, until none is due or ``policy.tick_budget`` is spent (a
+   fan-out stops there so ticks never pile up; an inline pass, ``tickwork tick`` in
+   immediate mode, drains everything due). The batches walk forward by a keyset cursor,
+   so rows a queue has not reached yet are not handed over twice in one pass.
 4. **Ahead.** Rows falling due before the next tick are handed over with their due time
    (``eta``), so they fire on time although the tick runs once a minute. A dispatcher
    that runs inline (immediate mode) takes only what is due now.
@@ -217,7 +218,7 @@ def tick_pass(clock_run_id: int, *, clock, policy: Policy, dispatcher: Dispatche
         outcomes.update(dispatcher.dispatch_now([ident for ident, _ in batch], clock_run_id))
         if len(batch) < policy.tick_batch_size:
             break
-        if time.monotonic() - started >= budget:
+        if not dispatcher.inline and time.monotonic() - started >= budget:
             budget_spent = True
             break
     ahead = 0

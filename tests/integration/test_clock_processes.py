@@ -1,0 +1,238 @@
+"""Real OS processes against a real database and a loopback webhook: at most once, under races and crashes."""
+
+import hashlib
+import hmac
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from datetime import timedelta
+
+import httpx
+import pytest
+from pytest_httpserver import HTTPServer
+from sqlalchemy import func, insert, select
+from werkzeug import Response
+
+from models.actions import ScheduledAction
+from models.clock import SystemClock
+from models.database import read_session, write_session
+from models.outbox import OutboxEntry
+from tests.conftest import ROOT, TEST_SECRET
+from tests.integration.clock_helpers import make_channel
+from webapp.runtime import runtime
+
+pytestmark = pytest.mark.slow
+
+HOOK_SECRET = "hook-secret"
+ROWS = 2000
+
+
+@pytest.fixture
+def app_config(app_config):
+    app_config["TICKWORK_CLOCK"] = SystemClock()
+    return app_config
+
+
+class Hook:
+    """A threaded loopback webhook that records every delivery and checks its signature."""
+
+    def __init__(self, delay: float = 0.0):
+        self.server = HTTPServer(host="127.0.0.1", threaded=True)
+        self.lock = threading.Lock()
+        self.received: Counter = Counter()
+        self.bad_signatures = 0
+        self.delay = delay
+
+    def handle(self, request):
+        body = request.get_data()
+        expected = "sha256=" + hmac.new(HOOK_SECRET.encode(), body, hashlib.sha256).hexdigest()
+        if self.delay:
+            time.sleep(self.delay)
+        with self.lock:
+            self.received[json.loads(body)["id"]] += 1
+            if not hmac.compare_digest(request.headers.get("X-Tickwork-Signature", ""), expected):
+                self.bad_signatures += 1
+        return Response(json.dumps({"id": "ok"}), status=200, content_type="application/json")
+
+    def __enter__(self):
+        self.server.expect_request("/hook", method="POST").respond_with_handler(self.handle)
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.clear()
+        self.server.stop()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.port}/hook"
+
+    def count(self) -> int:
+        with self.lock:
+            return sum(self.received.values())
+
+
+def add_due_rows(app, workspace_id: int, count: int) -> list[int]:
+    """``count`` queued webhook rows due a few seconds ago, inserted in one statement."""
+    with app.app_context():
+        now = runtime().now()
+        with write_session() as session:
+            from models.channels import Channel
+
+            channel_id = session.scalar(select(Channel.id).where(Channel.workspace_id == workspace_id))
+            ids = session.execute(insert(ScheduledAction).returning(ScheduledAction.id), [
+                dict(workspace_id=workspace_id, action_type="publish_post", target_key=f"t{i}", channel_id=channel_id,
+                     payload={"body": f"post {i}"}, publish_at=now - timedelta(seconds=5), status="queued",
+                     attempt_count=0, origin="person", created_at=now, updated_at=now)
+                for i in range(count)
+            ]).scalars().all()
+        return sorted(ids)
+
+
+def env_for(database_url: str, queue_url: str, policy: dict | None = None) -> dict:
+    return dict(os.environ, TICKWORK_DATABASE_URL=database_url, TICKWORK_QUEUE_URL=queue_url,
+                TICKWORK_SECRET_KEY=TEST_SECRET, TICKWORK_POLICY_JSON=json.dumps(policy or {}),
+                PYTHONUNBUFFERED="1")
+
+
+def flask(*args: str) -> list[str]:
+    return [sys.executable, "-m", "flask", "--app", "wsgi", *args]
+
+
+def statuses(app) -> Counter:
+    with app.app_context(), read_session() as session:
+        return Counter({(status, code): n for status, code, n in session.execute(
+            select(ScheduledAction.status, ScheduledAction.failure_code, func.count())
+            .group_by(ScheduledAction.status, ScheduledAction.failure_code))})
+
+
+def test_four_racing_inline_ticks_send_every_action_exactly_once_with_a_valid_signature(app, database_url):
+    with Hook() as hook:
+        workspace_id = make_channel(app, "webhook", {"url": hook.url}, HOOK_SECRET)
+        ids = add_due_rows(app, workspace_id, ROWS)
+        env = env_for(database_url, "immediate")
+        ticks = [subprocess.Popen(flask("tick"), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for _ in range(4)]
+        outputs = [tick.communicate(timeout=150) for tick in ticks]
+        assert [tick.returncode for tick in ticks] == [0] * 4, [err[-2000:] for _, err in outputs]
+        summaries = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+        assert sorted(hook.received) == ids
+        assert set(hook.received.values()) == {1}
+        assert hook.bad_signatures == 0
+    assert statuses(app) == {("published", None): ROWS}
+    assert sum(s["outcomes"].get("published", 0) for s in summaries) == ROWS
+
+
+def wait_until(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def stop(process: subprocess.Popen, timeout: float = 15):
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_a_consumer_killed_mid_drain_and_restarted_sends_nothing_twice_and_loses_nothing(app, database_url, tmp_path,
+                                                                                         backend):
+    queue_url = f"sqlite:///{tmp_path / 'queue.db'}" if backend == "sqlite" else database_url
+    policy = {"provider_timeout": 1, "task_timeout": 2, "recovery_timeout": 3}
+    env = env_for(database_url, queue_url, policy)
+    with open(tmp_path / "consumer.log", "w") as log, Hook(delay=0.003) as hook:
+        workspace_id = make_channel(app, "webhook", {"url": hook.url}, HOOK_SECRET)
+        ids = add_due_rows(app, workspace_id, ROWS)
+        first = subprocess.Popen(flask("consumer", "--workers", "4"), cwd=ROOT, env=env, stdout=log, stderr=log)
+        try:
+            wait_until(lambda: hook.count() >= 300, 60, "the first consumer to send 300 actions")
+            first.send_signal(signal.SIGKILL)
+            first.wait(timeout=10)
+        finally:
+            stop(first)
+        sent_before_restart = hook.count()
+        assert sent_before_restart < ROWS, "the drain finished before the kill; nothing was tested"
+        second = subprocess.Popen(flask("consumer", "--workers", "4"), cwd=ROOT, env=env, stdout=log, stderr=log)
+        try:
+            wait_until(lambda: statuses(app).get(("queued", None), 0) == 0, 90, "the restarted consumer to drain")
+        finally:
+            stop(second)
+        time.sleep(3.2)  # the recovery timeout, so that rows the killed consumer held count as lost
+        recovery = subprocess.run(flask("recover"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert recovery.returncode == 0, recovery.stderr
+        assert set(hook.received.values()) == {1}, "an action reached the webhook twice"
+        assert hook.bad_signatures == 0
+        final = statuses(app)
+    assert set(final) <= {("published", None), ("failed", "worker_lost")}, final
+    assert sum(final.values()) == ROWS
+    assert final[("failed", "worker_lost")] <= 4  # at most one in flight per worker thread
+    published = final[("published", None)]
+    assert len(hook.received) in range(published, published + final[("failed", "worker_lost")] + 1)
+    assert sorted(set(hook.received) - set(ids)) == []
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_serve_runs_the_web_and_a_consumer_restarts_a_dead_child_and_stops_cleanly(app, database_url, tmp_path,
+                                                                                  backend):
+    if backend != "sqlite":
+        pytest.skip("serve is the single-box mode: SQLite and SqliteHuey")
+    port = free_port()
+    env = env_for(database_url, f"sqlite:///{tmp_path / 'queue.db'}")
+    workspace_id = make_channel(app)
+    with app.app_context(), write_session() as session:
+        from models.channels import Channel
+
+        channel_id = session.scalar(select(Channel.id).where(Channel.workspace_id == workspace_id))
+        now = runtime().now()
+        session.execute(insert(ScheduledAction).values(
+            workspace_id=workspace_id, action_type="publish_post", target_key="t", channel_id=channel_id,
+            payload={"body": "hi"}, publish_at=now, status="queued", attempt_count=0, origin="person",
+            created_at=now, updated_at=now))
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "w") as log:
+        serve = subprocess.Popen(flask("serve", "--host", "127.0.0.1", "--port", str(port), "--web-workers", "1"),
+                                 cwd=ROOT, env=env, stdout=log, stderr=log)
+    try:
+        def outbox_count():
+            with app.app_context(), read_session() as session:
+                return session.scalar(select(func.count()).select_from(OutboxEntry))
+
+        wait_until(lambda: outbox_count() == 1, 60, "the consumer child to fire the due action")
+
+        def web_answers():
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/login", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(web_answers, 60, "the web child to answer")
+        started = lambda: [line for line in log_path.read_text().splitlines() if "consumer started (pid" in line]  # noqa: E731
+        consumer_pid = int(started()[0].rsplit("pid ", 1)[1].rstrip(")"))
+        os.kill(consumer_pid, signal.SIGKILL)
+        wait_until(lambda: len(started()) == 2, 30, "the supervisor to restart the consumer")
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(timeout=30) == 0
+        new_pid = int(started()[1].rsplit("pid ", 1)[1].rstrip(")"))
+        with pytest.raises(ProcessLookupError):
+            os.kill(new_pid, 0)
+        assert not web_answers()
+    finally:
+        stop(serve)
