@@ -96,7 +96,7 @@ def test_retry_is_the_admins_and_refused_to_a_marketer(open_as, live, screens):
     marketer = open_as("marketer")
     marketer.goto("/failures?q=retry-me")
     row = marketer.locator(f"#action-{action_id}")
-    expect(row).to_contain_text("The provider refused it for good: mailbox unavailable (550)")
+    expect(row).to_contain_text("Refused for good: mailbox unavailable (550)")
     row.get_by_role("button", name="Retry").click()
     expect(row).to_contain_text("You need the admin role to retry.")
     expect(row.locator(".chip")).to_have_text("failed")

@@ -27,6 +27,7 @@ def pages(acme):
         ("/health", "ops", 200, 200),
         ("/failures/bulk-retry", "admin", 200, 200),
         ("/channels", "admin", 200, 200),
+        ("/members", "admin", 200, 200),
         (f"/channels/{acme.channel_id}", "admin", 200, 200),
     ]
 

@@ -42,7 +42,8 @@ def test_every_dashboard_post_without_a_token_is_refused(app, acme, browser_for)
     for endpoint in ("pages.login", "pages.logout", "pages.switch_workspace", "actions.cancel", "actions.reschedule",
                      "actions.retry", "actions.post_now", "queue.bulk_cancel", "queue.bulk_retry", "posts.create",
                      "posts.update", "posts.approve", "posts.unapprove", "posts.archive", "posts.send_now",
-                     "channels.create", "channels.update", "channels.test_send"):
+                     "channels.create", "channels.update", "channels.test_send", "members.add", "members.role",
+                     "members.remove"):
         assert endpoint in checked, endpoint
 
 

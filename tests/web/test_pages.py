@@ -128,7 +128,7 @@ def test_bad_filters_are_reported_not_crashed(acme, browser_for):
 
 def test_failures_show_the_reason_in_words_attempts_and_timeline(acme, browser_for):
     page = text(browser_for("marketer").get("/failures"))
-    assert "The provider refused it for good: mailbox unavailable (550)" in page
+    assert "Refused for good: mailbox unavailable (550)" in page
     assert "1 of 5" in page and "Timeline (3 events)" in page
     assert "queued → submitted" in page and "by job:tick" in page
 

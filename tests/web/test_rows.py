@@ -151,9 +151,10 @@ def test_without_htmx_a_change_redirects_and_a_refusal_shows_the_page(acme, brow
 def test_a_submitted_row_polls_until_it_settles(app, acme, browser_for):
     action_id = make_action(app, acme.world, minutes=-1)
     claim_and(app, action_id, "submitted")
-    row = browser_for("ops").get(f"/actions/{action_id}/row", htmx=True)
+    ops = browser_for("ops")
+    row = ops.get(f"/actions/{action_id}/row", htmx=True)
     assert 'hx-trigger="every 5s"' in text(row) and "Being sent" in text(row)
-    settled = browser_for("ops").get(f"/actions/{acme.published}/row", htmx=True)
+    settled = ops.get(f"/actions/{acme.published}/row", htmx=True)
     assert "every 5s" not in text(settled) and "prov-42" in text(settled)
 
 

@@ -3,23 +3,26 @@
 from models.actions import FailureCode, ScheduledAction, Status
 from models.errors import Conflict, DomainError, Forbidden, NotFound
 
+# A short label per failure code, and the sentence shown when the row carries no detail.
 FAILURE_WORDS = {
-    FailureCode.PERMANENT.value: "The provider refused it for good",
-    FailureCode.OUTCOME_UNKNOWN.value: "Outcome unknown: it may or may not have gone out",
-    FailureCode.WORKER_LOST.value: "The worker sending it stopped answering; it may or may not have gone out",
-    FailureCode.MISSED_WINDOW.value: "Missed its window: the clock found it too late to send",
-    FailureCode.DUPLICATE_OF_PUBLISHED.value: "Not sent: the same thing already went out to this target",
-    FailureCode.ATTEMPTS_EXHAUSTED.value: "Gave up: every attempt was used",
+    FailureCode.PERMANENT.value: ("Refused for good", "the provider refused it and will not take it later"),
+    FailureCode.OUTCOME_UNKNOWN.value: ("Outcome unknown", "it may or may not have gone out"),
+    FailureCode.WORKER_LOST.value: ("Worker lost", "the worker sending it stopped answering; it may or may not "
+                                    "have gone out"),
+    FailureCode.MISSED_WINDOW.value: ("Missed its window", "the clock found it too late to send"),
+    FailureCode.DUPLICATE_OF_PUBLISHED.value: ("Not sent", "the same thing already went out to this target"),
+    FailureCode.ATTEMPTS_EXHAUSTED.value: ("Out of attempts", "every attempt of its budget was used"),
 }
 
 
 def failure_reason(row: ScheduledAction) -> str:
-    """One line on why a failed row failed."""
-    headline = FAILURE_WORDS.get(row.failure_code or "", "It did not go out")
+    """One line on why a failed row failed: a short label, then the provider's or the clock's words."""
+    label, fallback = FAILURE_WORDS.get(row.failure_code or "", ("Did not go out", "no reason was recorded"))
     detail = (row.last_error or "").strip()
-    if detail and detail.lower() not in headline.lower():
-        return f"{headline}: {detail}"
-    return headline
+    # Providers often repeat the label ("outcome unknown: ..."); say it once.
+    if detail.lower().startswith(label.lower()):
+        detail = detail[len(label):].lstrip(" :;,-")
+    return f"{label}: {detail or fallback}"
 
 
 def clock(viewer, instant) -> str:

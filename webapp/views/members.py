@@ -1,0 +1,68 @@
+"""Members (admin): who belongs to the workspace, with which role."""
+
+from flask import Blueprint, flash, redirect, request, url_for
+
+from models.accounts import Role
+from models.database import db, write_session
+from models.errors import DomainError
+from models.members import add_member, change_role, list_members, remove_member
+from webapp.runtime import runtime
+from webapp.views.context import render_page, require_role, viewer
+
+bp = Blueprint("members", __name__)
+
+
+def _page(*, error: DomainError | None = None, status: int = 200):
+    v = viewer()
+    typed = request.form if request.method == "POST" and error else {}
+    return render_page("members.html", v=v, members=list_members(db.session, v.workspace.id), error=error,
+                       roles=[r.value for r in Role], typed=typed), status
+
+
+@bp.get("/members")
+@require_role(Role.ADMIN)
+def index():
+    """The workspace's members and their roles."""
+    return _page()
+
+
+def _change(operation, done: str):
+    try:
+        with write_session() as session:
+            result = operation(session)
+    except DomainError as error:
+        return _page(error=error, status=error.status)
+    flash(done.format(result=result))
+    return redirect(url_for("members.index"), code=303)
+
+
+@bp.post("/members")
+@require_role(Role.ADMIN)
+def add():
+    """Add a person to the workspace (creating their account when they have none)."""
+    v = viewer()
+    form = request.form
+    return _change(lambda session: add_member(session, v.workspace.id, email=form.get("email", ""),
+                                              role=form.get("role", ""), password=form.get("password") or None,
+                                              now=runtime().now()).user.email,
+                   "{result} added.")
+
+
+@bp.post("/members/<int:membership_id>/role")
+@require_role(Role.ADMIN)
+def role(membership_id: int):
+    """Give a member another role."""
+    v = viewer()
+    def operation(session):
+        membership = change_role(session, v.workspace.id, membership_id, request.form.get("role", ""))
+        return f"{membership.user.email} is now {membership.role}"
+
+    return _change(operation, "Role changed: {result}.")
+
+
+@bp.post("/members/<int:membership_id>/remove")
+@require_role(Role.ADMIN)
+def remove(membership_id: int):
+    """Take a person out of the workspace."""
+    v = viewer()
+    return _change(lambda session: remove_member(session, v.workspace.id, membership_id), "{result} removed.")
