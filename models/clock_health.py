@@ -11,13 +11,15 @@ from sqlalchemy import func, literal_column, or_, select
 from sqlalchemy.orm import Session
 
 from models.actions import ClockRun, ScheduledAction
+from models.heartbeats import HEARTBEAT_INTERVAL
 from models.outbox import ConsumerHeartbeat
+from models.ticks import TICK as TICK_KIND
 from models.types import UTCDateTime
 
 # The tick runs every minute; three missed minutes is an outage, not jitter.
 TICK_STALE_AFTER = timedelta(minutes=3)
-HEARTBEAT_STALE_AFTER = timedelta(minutes=2)
-TICK_KIND = "tick"
+# A consumer beats every HEARTBEAT_INTERVAL; three missed beats and it counts as gone.
+HEARTBEAT_STALE_AFTER = 3 * HEARTBEAT_INTERVAL
 
 
 @dataclass(frozen=True)

@@ -157,3 +157,6 @@ def test_channels_page(open_as, screens):
     page.get_by_role("row", name="main").get_by_role("button", name="Test-send").click()
     expect(page.locator(".message.ok")).to_contain_text("Sent")
     shot(page, screens, "channels")
+    page.get_by_role("link", name="Members").click()
+    expect(page.get_by_role("combobox", name="Role of admin@acme.test")).to_have_value("admin")
+    shot(page, screens, "members")
