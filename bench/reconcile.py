@@ -204,7 +204,7 @@ def main() -> None:
     sizes = [0, args.history]
     lines = [
         "`bench/reconcile.py`: one reconciler pass over 1,000 approved posts (one target each), in a database",
-        "holding 0 and then 1,000,000 terminal rows of other posts (published, failed, cancelled), same run.",
+        f"holding 0 and then {args.history:,} terminal rows of other posts (published, failed, cancelled), same run.",
         "The first pass inserts every post's row; the steady pass (best of 5) finds them all in place.",
         "Target: within 1.5×. Each post is one short write transaction whose reads are indexed lookups on that",
         "post's own rows; the work list comes from partial indexes (approved posts, queued rows), so nothing",

@@ -283,6 +283,38 @@ def test_the_stale_view_a_pass_that_planned_before_an_edit_does_not_undo_it(clie
     assert live.publish_at == datetime(2026, 6, 1, 15, 0, tzinfo=timezone.utc)
 
 
+def test_the_stale_view_a_pass_waits_for_an_edit_in_flight_and_reads_it(client, app, world):
+    """The pass reads the post under its lock: an uncommitted edit makes it wait, then it sees the edit."""
+    import threading
+
+    from models.posts import update_post
+    from models.reconciler import reconcile_post
+
+    post_id = _post(client, world)
+    outcome = {}
+
+    def reconcile_meanwhile():
+        with app.app_context(), write_session() as session:
+            rt = runtime()
+            outcome["counts"] = reconcile_post(session, world.workspace_id, post_id, now=rt.now(), policy=rt.policy,
+                                               actor=Actor.job("reconcile")).counts
+
+    with app.app_context():
+        rt = runtime()
+        with write_session() as session:
+            update_post(session, world.workspace_id, post_id, wall_date=datetime(2026, 6, 1).date(),
+                        wall_time=datetime(2026, 6, 1, 11, 0).time(), actor=Actor(label="user:editor"),
+                        now=rt.now(), policy=rt.policy)
+            racer = threading.Thread(target=reconcile_meanwhile)
+            racer.start()
+            racer.join(timeout=0.5)
+            assert racer.is_alive()  # held off by the edit's lock
+        racer.join(timeout=30)
+    assert outcome["counts"] == {"unchanged": 1}
+    [live] = _active(app, post_id)
+    assert live.publish_at == datetime(2026, 6, 1, 15, 0, tzinfo=timezone.utc)
+
+
 def test_archive_cancels_and_post_now_after_archive_sends_once(client, app, world, clock):
     post_id = _post(client, world, local_time="2026-06-01T10:00")
     archived = _call(client, world, post_id, "archive")
