@@ -1,6 +1,6 @@
 """A demo workspace: people, channels, and a few weeks of actions in every status."""
 
-from datetime import timedelta
+from datetime import time, timedelta
 
 from sqlalchemy import select
 
@@ -54,11 +54,42 @@ def load_demo(runtime) -> str:
             channels.append((channel, action_type))
         session.flush()
         _demo_actions(session, workspace.id, channels, now)
+        _demo_posts(session, workspace.id, runtime.policy, now)
     people = "\n".join(f"  {email:<22} {role}" for email, role in DEMO_PEOPLE)
     return (
         f"Demo workspace {DEMO_WORKSPACE!r} is ready.\n"
         f"Sign in with any of these, password {DEMO_PASSWORD!r}:\n{people}"
     )
+
+
+_REFUSALS = {
+    "send_sms": "refused for good (400): +15555550100 is not a mobile number",
+    "send_email": "refused for good (422): the recipient's mailbox does not exist",
+    "publish_post": "refused for good (401): the access token was revoked; reconnect the channel",
+}
+_POST_IDEAS = [
+    ("Sourdough Saturday: loaves out at 8, gone by 11", ["instagram"], "approved"),
+    ("Our winter menu lands next week: spiced rye, chestnut tart, hot chocolate", ["instagram", "newsletter"],
+     "approved"),
+    ("Pre-order your holiday stollen by Friday", ["newsletter", "sms-alerts"], "approved"),
+    ("Behind the counter: meet Ana, our new pastry chef", ["instagram"], "draft"),
+]
+
+
+def _demo_posts(session, workspace_id, policy, now):
+    """Posts over the next three weeks, most approved (the reconciler queues them), a few drafts."""
+    from models.posts import approve_post, create_post
+    from models.wall_time import to_local
+
+    marketer = Actor(label="user:marketer@demo.test")
+    today = to_local(now, "America/New_York").date()
+    for day in range(1, 22):
+        body, targets, status = _POST_IDEAS[day % len(_POST_IDEAS)]
+        at = time(8 + (day * 5) % 11, (day * 15) % 60)
+        change = create_post(session, workspace_id, body=body, targets=targets, wall_date=today + timedelta(days=day),
+                             wall_time=at, actor=marketer, now=now, policy=policy)
+        if status == "approved":
+            approve_post(session, workspace_id, change.post.id, actor=marketer, now=now, policy=policy)
 
 
 def _demo_actions(session, workspace_id, channels, now):
@@ -88,8 +119,7 @@ def _demo_actions(session, workspace_id, channels, now):
             token = claimed.action.claim_token
             if index % 9 == 0:
                 lifecycle.fail(session, row.id, claim_token=token, code=FailureCode.PERMANENT,
-                               message="the provider refused the recipient: +15555550100 is not a mobile number",
-                               now=publish_at + timedelta(seconds=2), actor=tick)
+                               message=_REFUSALS[action_type], now=publish_at + timedelta(seconds=2), actor=tick)
             elif index % 13 == 0:
                 lifecycle.fail(session, row.id, claim_token=token, code=FailureCode.OUTCOME_UNKNOWN,
                                message="outcome unknown: the provider timed out after the request was sent",
