@@ -1,5 +1,6 @@
 """The dispatch task, and the two ways rows reach it: the tick's fan-out and the eta hand-off."""
 
+import logging
 from collections import Counter
 from datetime import datetime
 
@@ -7,6 +8,8 @@ from jobs.queue import huey, task_app
 from models.dispatch import DispatchContext, DispatchOutcome, dispatch_action
 from models.ticks import InlineDispatcher
 from webapp.runtime import runtime
+
+log = logging.getLogger("tickwork.jobs")
 
 
 def dispatch_context() -> DispatchContext:
@@ -57,5 +60,12 @@ def current_dispatcher(inline: bool | None = None):
 
 
 def announce_due_soon(rows) -> None:
-    """The runtime's ``on_due_soon`` hook: a write made these rows due before the next tick."""
-    hand_off_due_soon([(row.id, row.due_at) for row in rows])
+    """The runtime's ``on_due_soon`` hook: a write made these rows due before the next tick.
+
+    The write is already committed; if the queue cannot take the hand-off now, the next
+    tick finds the rows anyway (up to a minute later), so the caller is not failed for it.
+    """
+    try:
+        hand_off_due_soon([(row.id, row.due_at) for row in rows])
+    except Exception:
+        log.exception("could not hand %d row(s) to the queue; the next tick will dispatch them", len(rows))

@@ -135,3 +135,23 @@ def test_consumer_heartbeats_are_written_and_read_back(app, clock):
         forget("box:1")
         with read_session() as session:
             assert live_consumers(session, clock.now()) == []
+
+
+def test_a_queue_outage_does_not_fail_the_write_that_made_a_row_due_soon(app_config, clock):
+    from models.database import db
+    from tests.conftest import make_world
+    from webapp import create_app
+
+    app_config["TICKWORK_QUEUE_URL"] = "redis://127.0.0.1:1/0"  # nothing listens there
+    app = create_app(app_config)
+    world = make_world(app, name="Outage")
+    try:
+        answer = app.test_client().post("/api/v1/actions", headers=world.auth(), json={
+            "action_type": "send_email", "channel": "main", "target_key": "a@example.com", "payload": {"body": "hi"},
+            "publish_at": (clock.now() + timedelta(seconds=20)).isoformat()})
+        assert answer.status_code == 201, answer.json
+        assert row(app, answer.json["id"]).status == "queued"
+    finally:
+        huey.storage.close()
+        with app.app_context():
+            db.engine.dispose()
