@@ -29,7 +29,7 @@ code the periodic reconciler runs (:func:`models.reconciler.reconcile_post`).
 import enum
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 
 from sqlalchemy import JSON, CheckConstraint, Date, ForeignKey, Index, Integer, String, Text, Time, select, text
 from sqlalchemy.orm import Mapped, Session, mapped_column
@@ -38,7 +38,7 @@ from models import lifecycle
 from models.accounts import Workspace
 from models.actions import ACTIVE_STATUSES, CancelKind, Origin, ScheduledAction, Status
 from models.base import Base
-from models.channels import Channel
+from models.channels import CHANNEL_NAME, Channel
 from models.errors import Conflict, InvalidInput, NotFound
 from models.guard import DuplicateActiveAction, PublishGuardViolation
 from models.lifecycle import Actor
@@ -48,6 +48,7 @@ from models.types import UTCDateTime
 from models.wall_time import InvalidTimezone, ResolvedTime, resolve_wall_time
 
 ACTION_TYPE = "publish_post"
+MAX_ID = 2**31 - 1  # ids are 32-bit integers on PostgreSQL
 MAX_TARGETS = 20
 MAX_MEDIA = 10
 MAX_MEDIA_URL = 2048
@@ -56,7 +57,9 @@ MAX_MEDIA_URL = 2048
 BODY_LIMITS = {"mastodon": 500, "twilio": 1600}
 DEFAULT_BODY_LIMIT = 10_000
 WALL_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})$")
-MEDIA_URL = re.compile(r"^https?://[^\s/]+\S*$")
+MEDIA_URL = re.compile(r"^https?://[^\s/\x00-\x1f]+[^\s\x00-\x1f]*$")
+# How far ahead a post may be scheduled.
+MAX_AHEAD = timedelta(days=3660)
 
 
 class PostStatus(str, enum.Enum):
@@ -224,6 +227,8 @@ def get_post(session: Session, workspace_id: int, post_id: int, *, lock: bool = 
     """The post, or :class:`NotFound`. ``lock`` takes its row lock (PostgreSQL; SQLite's writer
     lock is already held by a write transaction) and re-reads it, so a decision made on it
     cannot rest on an older version."""
+    if not 0 < post_id <= MAX_ID:
+        raise NotFound(f"no post #{post_id} in this workspace")  # before PostgreSQL refuses the integer
     query = select(Post).where(Post.id == post_id, Post.workspace_id == workspace_id)
     if lock:
         query = query.with_for_update().execution_options(populate_existing=True)
@@ -303,6 +308,8 @@ def check_body(body, channels: list[Channel]) -> str:
         raise InvalidInput("body must be a string", field="body", code="wrong_type")
     if not body.strip():
         raise InvalidInput("body must not be empty", field="body", code="missing")
+    if "\x00" in body:
+        raise InvalidInput("body must not contain NUL characters", field="body", code="bad_character")
     for channel in channels:
         limit = body_limit(channel)
         if len(body) > limit:
@@ -333,6 +340,10 @@ def check_targets(session: Session, workspace_id: int, names) -> list[Channel]:
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         raise InvalidInput("targets must be a list of channel names", field="targets", code="wrong_type")
     names = [name.strip() for name in names]
+    for name in names:
+        if not CHANNEL_NAME.match(name):
+            raise InvalidInput(f"no channel named {name[:63]!r} in this workspace", field="targets",
+                               code="unknown_channel")
     if not names:
         raise InvalidInput("a post needs at least one target", field="targets", code="missing")
     if len(names) > MAX_TARGETS:
@@ -365,6 +376,10 @@ def check_wall_time(day: date, at: time, zone: str, now: datetime, policy: Polic
         raise InvalidInput(
             f"the workspace's time zone is not valid: {exc}", field="timezone", code="bad_zone"
         ) from None
+    except OverflowError:  # the last minutes of year 9999, west of UTC
+        raise InvalidInput("local_time is too far ahead", field="local_time", code="too_far") from None
+    if resolved.instant > now + MAX_AHEAD:
+        raise InvalidInput("local_time is more than 10 years ahead", field="local_time", code="too_far")
     if resolved.instant < now - policy.past_tolerance:
         raise InvalidInput(
             "local_time is in the past; pick a later time, or use Post now",

@@ -84,6 +84,12 @@ BAD_FIELDS = [
     ({"media": ["ftp://x.test/a.png"]}, "media"),
     ({"media": ["https://x.test/a.png"] * 11}, "media"),
     ({"colour": "blue"}, "colour"),
+    ({"local_time": "9999-12-31T23:59"}, "local_time"),
+    ({"local_time": "2040-01-01T09:00"}, "local_time"),
+    ({"body": "nul\u0000byte"}, "body"),
+    ({"targets": ["ma\u0000in"]}, "targets"),
+    ({"targets": ["x" * 300]}, "targets"),
+    ({"media": ["https://x.test/a\u0000.png"]}, "media"),
 ]
 
 
@@ -131,6 +137,9 @@ def test_posts_are_scoped_to_the_token_workspace(client, app, world):
                                          json={"body": "hi"} if method == "patch" else None)
         assert answer.status_code == 404, (method, path)
     assert client.get("/api/v1/posts", headers=other.auth()).json["posts"] == []
+    for path in ("/api/v1/posts/99999999999999", "/api/v1/posts/2147483648/approve"):
+        huge = client.get(path, headers=world.auth()) if "approve" not in path else client.post(path, headers=world.auth())
+        assert huge.status_code == 404, huge.json
     assert client.get("/api/v1/posts").status_code == 401
 
 
