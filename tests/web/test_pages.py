@@ -257,6 +257,9 @@ def test_metrics_speak_prometheus(app, acme):
     assert answer.status_code == 200 and answer.mimetype == "text/plain"
     body = text(answer)
     assert "tickwork_backlog_actions 2.0" in body and "tickwork_tick_stale 1.0" in body
+    # acme's two claims came 5 and 4 minutes after their rows fell due.
+    assert 'tickwork_claim_lateness_seconds{quantile="1"} 300.0' in body
+    assert 'tickwork_claim_lateness_seconds{quantile="0.5"} 300.0' in body
 
 
 # -- channels -------------------------------------------------------------------------------
