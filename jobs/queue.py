@@ -65,6 +65,30 @@ class TickworkHuey(Huey):
             self.storage_class = storage_class
             self.storage_kwargs = kwargs
 
+    def enqueue_many(self, tasks: list) -> None:
+        """Enqueue ``tasks`` in one storage transaction (SQLite, PostgreSQL), else one by one.
+
+        A tick hands over thousands of tasks; one committed transaction each would cost a
+        durable commit per row before the first one is even sent.
+        """
+        storage = self.storage
+        if self._immediate or not isinstance(storage, (SqliteStorage, PostgresStorage)):
+            for task in tasks:
+                self.enqueue(task)
+            return
+        if not tasks:
+            return
+        rows = [(storage.name, self.serialize_task(task), task.priority or 0) for task in tasks]
+        if isinstance(storage, PostgresStorage):
+            with storage.db(commit=True) as cursor:
+                cursor.executemany(f"insert into {storage.table_task} (queue, data, priority) values (%s, %s, %s)",
+                                   rows)
+                cursor.execute("select pg_notify(%s, %s)", (storage.channel, ""))
+        else:
+            with storage.db(commit=True) as cursor:
+                cursor.executemany("insert into task (queue, data, priority) values (?, ?, ?)",
+                                   [(name, storage.to_blob(data), priority) for name, data, priority in rows])
+
     @property
     def storage(self):
         if self._storage is None:

@@ -32,9 +32,8 @@ def hand_off_due_soon(due: list[tuple[int, datetime]], clock_run_id: int | None 
     if huey.immediate:
         return  # immediate mode never runs eta tasks; the tick takes rows when they are due
     horizon = runtime().now() + runtime().policy.tick_interval
-    for action_id, due_at in due:
-        if due_at <= horizon:
-            huey.enqueue(dispatch.s(action_id, clock_run_id, eta=due_at))
+    huey.enqueue_many([dispatch.s(action_id, clock_run_id, eta=due_at) for action_id, due_at in due
+                       if due_at <= horizon])
 
 
 class QueueDispatcher:
@@ -43,13 +42,11 @@ class QueueDispatcher:
     inline = False
 
     def dispatch_now(self, action_ids: list[int], clock_run_id: int) -> Counter:
-        for action_id in action_ids:
-            huey.enqueue(dispatch.s(action_id, clock_run_id))
+        huey.enqueue_many([dispatch.s(action_id, clock_run_id) for action_id in action_ids])
         return Counter({"queued": len(action_ids)})
 
     def dispatch_at(self, due: list[tuple[int, datetime]], clock_run_id: int) -> None:
-        for action_id, due_at in due:
-            huey.enqueue(dispatch.s(action_id, clock_run_id, eta=due_at))
+        huey.enqueue_many([dispatch.s(action_id, clock_run_id, eta=due_at) for action_id, due_at in due])
 
 
 def current_dispatcher(inline: bool | None = None):

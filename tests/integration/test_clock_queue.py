@@ -1,4 +1,5 @@
-"""The clock through a real Huey queue (SqliteHuey on a file), stepped one task at a time."""
+"""The clock through a real Huey queue, stepped one task at a time: SqliteHuey on a file beside the
+SQLite database, PostgresHuey inside the PostgreSQL one."""
 
 from datetime import timedelta
 
@@ -15,8 +16,8 @@ from tests.integration.clock_helpers import add_actions, make_channel, row, tick
 from webapp.runtime import runtime
 
 @pytest.fixture
-def app_config(app_config, tmp_path):
-    app_config["TICKWORK_QUEUE_URL"] = f"sqlite:///{tmp_path / 'queue.db'}"
+def app_config(app_config, tmp_path, backend, database_url):
+    app_config["TICKWORK_QUEUE_URL"] = f"sqlite:///{tmp_path / 'queue.db'}" if backend == "sqlite" else database_url
     return app_config
 
 
