@@ -38,6 +38,9 @@ CLOCK_JOBS: list[ClockJob] = [
 ]
 
 
+_registered: dict = {}
+
+
 def _periodic_task(job: ClockJob):
     def run_clock_job():
         with task_app().app_context():
@@ -49,11 +52,8 @@ def _periodic_task(job: ClockJob):
 
 def register_periodic_tasks() -> dict:
     """Register every job of CLOCK_JOBS with Huey once; returns name → task."""
-    registered = _registered
     for job in CLOCK_JOBS:
-        if job.name not in registered:
-            registered[job.name] = _periodic_task(job)
-    return registered
+        if job.name not in _registered:
+            _registered[job.name] = _periodic_task(job)
+    return _registered
 
-
-_registered: dict = {}

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import httpx
-from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from models import lifecycle
@@ -132,22 +131,23 @@ def dispatch_action(action_id: int, context: DispatchContext, *, clock_run_id: i
 
 
 def claim_for_send(action_id: int, context: DispatchContext, actor: Actor) -> _Claimed | DispatchResult:
-    """Step 1: skip, miss or claim the row, in one short write transaction."""
+    """Step 1: look at the row, then skip it, miss it or claim it in one short write transaction."""
     policy = context.policy
-    # A cheap look first: a row another worker already took is skipped without queueing
-    # for the write lock (on SQLite every writer waits its turn for it).
+    # Look first, outside the write lock (on SQLite every writer waits its turn for it):
+    # a row another worker already took is skipped here, and the write transaction holds
+    # the lock only for the guarded moves themselves.
     with read_session(context.engine) as session:
-        status = session.scalar(select(ScheduledAction.status).where(ScheduledAction.id == action_id))
-    if status != Status.QUEUED.value:
-        return DispatchResult(action_id, DispatchOutcome.SKIPPED, status or "not_found")
-    with write_session(context.engine) as session:
-        now = context.clock.now()
         row = session.get(ScheduledAction, action_id)
         if row is None:
             return DispatchResult(action_id, DispatchOutcome.SKIPPED, "not_found")
         if row.status != Status.QUEUED.value:
             return DispatchResult(action_id, DispatchOutcome.SKIPPED, row.status)
+        channel = session.get(Channel, row.channel_id)
+        session.expunge_all()
+    with write_session(context.engine) as session:
+        now = context.clock.now()
         if is_late(row, now, policy):
+            # The miss is guarded like every move: a row that changed since the look stays as it is.
             return _miss(session, row.id, FailureCode.MISSED_WINDOW, late_message(row, now, policy), now, actor)
         try:
             outcome = lifecycle.claim(session, action_id, now=now, actor=actor, max_attempts=policy.max_attempts)
@@ -161,8 +161,6 @@ def claim_for_send(action_id: int, context: DispatchContext, actor: Actor) -> _C
                              f"not sent: all {policy.max_attempts} attempts used{last}", now, actor)
             return DispatchResult(action_id, DispatchOutcome.SKIPPED,
                                   outcome.status if outcome.reason is Refusal.WRONG_STATE else outcome.reason.value)
-        channel = session.get(Channel, outcome.action.channel_id)
-        session.expunge(channel)
         return _Claimed(outcome.action, channel)
 
 
