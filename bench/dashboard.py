@@ -17,7 +17,6 @@ Figures are printed and written under "## Dashboard" in docs/benchmarks.md.
 """
 
 import argparse
-import io
 import os
 import platform
 import re

@@ -1,9 +1,5 @@
 """Every page and fragment, for each role, allowed and refused, with and without HX-Request."""
 
-import pytest
-
-from tests.web.conftest import HX
-
 ROLES = ("marketer", "ops", "admin")
 RANK = {"marketer": 0, "ops": 1, "admin": 2}
 

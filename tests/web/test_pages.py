@@ -334,7 +334,7 @@ def test_sign_in_out_and_cookie_flags(app, world, browser_for):
 
 
 def test_the_workspace_switcher(app, world, browser_for):
-    from models.accounts import Membership, Workspace
+    from models.accounts import Membership
 
     from tests.conftest import make_world
 

@@ -1,7 +1,5 @@
 """The row widget: cancel, reschedule, retry, Post now, re-rendered in place, refusals in words."""
 
-from datetime import timedelta
-
 from sqlalchemy import select
 
 from models import lifecycle

@@ -6,7 +6,6 @@ Every rule lives in :mod:`models.posts`; these views parse the form, call it, an
 from datetime import date, time
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
-from flask_login import login_required
 from sqlalchemy import select
 
 from models.accounts import Role
@@ -15,7 +14,6 @@ from models.database import db, write_session
 from models.errors import DomainError, InvalidInput
 from models.posts import (
     ACTION_TYPE,
-    PostStatus,
     approve_post,
     archive_post,
     create_post,
@@ -221,5 +219,3 @@ def send_now(post_id: int):
     channel = (request.form.get("channel") or "").strip() or None
     return _transition(post_id, post_now, "Sending now", channel=channel)
 
-
-POST_STATUSES = [s.value for s in PostStatus]
