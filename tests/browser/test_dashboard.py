@@ -1,5 +1,6 @@
 """The dashboard in real Chromium: sign in, compose, calendar, queue, reschedule, retry, escaping, health."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -160,3 +161,21 @@ def test_channels_page(open_as, screens):
     page.get_by_role("link", name="Members").click()
     expect(page.get_by_role("combobox", name="Role of admin@acme.test")).to_have_value("admin")
     shot(page, screens, "members")
+
+
+def test_error_answers_land_in_the_message_area_not_the_row(open_as, live):
+    action_id = make_action(live.app, live.world, minutes=45, target="errors@example.test")
+    page = open_as("ops")
+    page.goto("/queue?q=errors")
+    row = page.locator(f"#action-{action_id}")
+    # A stale token: the 400 is retargeted to #messages; the row stays as it was.
+    page.evaluate("""document.body.setAttribute('hx-headers:inherited', '{"X-CSRFToken": "stale"}')""")
+    row.get_by_role("button", name="Cancel").click()
+    expect(page.locator("#messages")).to_contain_text("This form has expired")
+    expect(row.locator(".chip")).to_have_text("queued")
+    expect(page.locator("table.actions")).to_have_count(1)
+    # A session that ended: htmx is sent to the sign-in page whole.
+    page.context.clear_cookies()
+    row.get_by_role("button", name="Reschedule").click()
+    expect(page).to_have_url(re.compile(r"/login\?next="))
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
