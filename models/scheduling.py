@@ -8,7 +8,7 @@ turns refusals into :mod:`models.errors`.
 import base64
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.exc import IntegrityError
@@ -266,10 +266,10 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
         padded = cursor + "=" * (-len(cursor) % 4)
         stamp, ident = base64.urlsafe_b64decode(padded.encode()).decode().split("|")
         at = datetime.fromisoformat(stamp)
-        if at.tzinfo is None:
+        if at.tzinfo is None or not 0 < int(ident) < 2**31:
             raise ValueError
-        return at, int(ident)
-    except (ValueError, UnicodeDecodeError):
+        return at.astimezone(timezone.utc), int(ident)
+    except (ValueError, UnicodeDecodeError, OverflowError):
         raise InvalidInput("cursor is not one this API gave out", field="cursor") from None
 
 

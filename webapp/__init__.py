@@ -3,15 +3,26 @@
 from pathlib import Path
 
 from flask import Flask
+from werkzeug.routing import IntegerConverter
 
 from models.clock import SystemClock
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 
+class RowIdConverter(IntegerConverter):
+    """``<int:...>`` in every route: ids are 32-bit on PostgreSQL, so a larger number is no
+    row of ours and answers 404 at routing instead of reaching the database."""
+
+    def __init__(self, url_map, *args, **kwargs):
+        kwargs.setdefault("max", 2**31 - 1)
+        super().__init__(url_map, *args, **kwargs)
+
+
 def create_app(test_config: dict | None = None) -> Flask:
     """Build the app: defaults, then the environment, then ``test_config``, then extensions."""
     app = Flask(__name__, instance_relative_config=True)
+    app.url_map.converters["int"] = RowIdConverter
     from webapp.config import build_policy, default_settings, finish_settings
 
     app.config.from_mapping(default_settings(app.instance_path))

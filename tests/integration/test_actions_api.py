@@ -77,6 +77,10 @@ BAD_INPUTS = [
     ("local_time that does not parse", dict(json=body(publish_at=None, local_time="9am Tuesday")), 422, "local_time"),
     ("local_time at 25:00", dict(json=body(publish_at=None, local_time="2026-06-02T25:00")), 422, "local_time"),
     ("thing_id of the wrong type", dict(json=body(thing_id=12)), 422, "thing_id"),
+    ("target_key with a NUL character", dict(json=body(target_key="a\x00b")), 422, "target_key"),
+    ("publish_at past year 9999 in UTC", dict(json=body(publish_at="9999-12-31T23:00:00-05:00")), 422, "publish_at"),
+    ("local_time past year 9999 in UTC", dict(json=body(publish_at=None, local_time="9999-12-31T23:00")), 422,
+     "local_time"),
 ]
 
 
@@ -111,6 +115,12 @@ def test_a_garbage_zone_stored_behind_the_apps_back_is_a_4xx_not_a_crash(app, cl
 def test_requests_without_a_valid_token_are_401_json(client, headers, code):
     answer = client.get("/api/v1/actions", headers=headers)
     assert answer.status_code == code and answer.json["error"]["code"] == "unauthorized"
+
+
+@pytest.mark.parametrize("action_id", [2**31, 10**20])
+def test_an_id_past_the_integer_range_is_a_404_not_a_crash(client, world, action_id):
+    assert client.get(f"/api/v1/actions/{action_id}", headers=world.auth()).status_code == 404
+    assert client.post(f"/api/v1/actions/{action_id}/cancel", headers=world.auth()).status_code == 404
 
 
 def test_an_unknown_api_path_is_a_json_404(client, world):
@@ -170,6 +180,10 @@ def test_list_pages_through_every_row_in_publish_at_then_id_order(client, world)
 @pytest.mark.parametrize("query, field", [({"status": "nope"}, "status"), ({"from": "yesterday"}, "from"),
                                           ({"limit": "0"}, "limit"), ({"limit": "x"}, "limit"),
                                           ({"cursor": "!!!"}, "cursor"),
+                                          ({"from": "0001-01-01T00:00:00+05:00"}, "from"),
+                                          # "9999-12-31T23:00:00-05:00|99999999999999999999", which overflows
+                                          ({"cursor": "OTk5OS0xMi0zMVQyMzowMDowMC0wNTowMHw5OTk5OTk5OTk5OTk5OTk5OTk5OTk5"},
+                                           "cursor"),
                                           ({"from": "2026-06-02T00:00:00Z", "to": "2026-06-01T00:00:00Z"}, "to")])
 def test_bad_list_filters_are_4xx_naming_the_field(client, world, query, field):
     answer = client.get("/api/v1/actions", query_string=query, headers=world.auth())

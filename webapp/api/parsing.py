@@ -40,6 +40,8 @@ def optional_string(body: dict, field: str, *, max_length: int = 255) -> str | N
     value = value.strip()
     if not value:
         raise InvalidInput(f"{field} must not be empty", field=field, code="missing")
+    if "\x00" in value:
+        raise InvalidInput(f"{field} must not contain NUL characters", field=field, code="bad_character")
     if len(value) > max_length:
         raise InvalidInput(f"{field} is longer than {max_length} characters", field=field, code="too_long")
     return value
@@ -52,10 +54,11 @@ def parse_instant(value, field: str) -> datetime:
             f"{field} must be an RFC 3339 time with an offset, like 2026-05-20T09:00:00Z", field=field, code="bad_time"
         )
     try:
-        parsed = datetime.fromisoformat(value.strip().replace("z", "Z"))
+        return datetime.fromisoformat(value.strip().replace("z", "Z")).astimezone(timezone.utc)
     except ValueError:
         raise InvalidInput(f"{field} is not a real date and time", field=field, code="bad_time") from None
-    return parsed.astimezone(timezone.utc)
+    except OverflowError:
+        raise InvalidInput(f"{field} is outside the years 1 to 9999 in UTC", field=field, code="bad_time") from None
 
 
 def parse_local_time(value, field: str, zone: str) -> ResolvedTime:
@@ -70,6 +73,8 @@ def parse_local_time(value, field: str, zone: str) -> ResolvedTime:
         raise InvalidInput(f"{field} is not a real date and time", field=field, code="bad_time") from None
     try:
         return resolve_wall_time(wall_date, wall_time, zone)
+    except OverflowError:
+        raise InvalidInput(f"{field} is outside the years 1 to 9999 in UTC", field=field, code="bad_time") from None
     except InvalidTimezone as exc:
         raise InvalidInput(f"the workspace's time zone is not valid: {exc}", field="timezone", code="bad_zone") from None
 
