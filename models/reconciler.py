@@ -95,54 +95,98 @@ class PostReconciled:
     counts: Counter = field(default_factory=Counter)
 
 
+@dataclass
+class Decision:
+    """What the rules say to do for one post, before anything is written."""
+
+    instant: datetime | None = None
+    payload: dict | None = None
+    inserts: list = field(default_factory=list)  # channels with no row, and no terminal history
+    moves: list = field(default_factory=list)  # (our queued row, its channel) at the wrong instant or payload
+    withdrawals: list = field(default_factory=list)  # our queued orphans past the age gate
+    mark_published: bool = False
+    counts: Counter = field(default_factory=Counter)  # the skips, and what is already in place
+
+    @property
+    def writes(self) -> bool:
+        return bool(self.inserts or self.moves or self.withdrawals or self.mark_published)
+
+
+def decide(session: Session, post: Post, *, now: datetime, policy: Policy) -> Decision:
+    """Apply the table in this module's docstring to ``post`` and its rows; writes nothing.
+
+    Raises :class:`~models.wall_time.InvalidTimezone` when the post is approved and its
+    workspace's zone is broken.
+    """
+    decision = Decision()
+    rows = post_rows(session, post.workspace_id, [post.id])[post.id]
+    active = {row.target_key: row for row in rows if row.status in ACTIVE_STATUSES}
+
+    if post.status in (PostStatus.ARCHIVED.value, PostStatus.PUBLISHED.value):
+        # Terminal-parent gate: what is still active was a person's explicit Retry or Post now.
+        decision.counts["skip_terminal_parent"] += len(active)
+        return decision
+
+    targets: dict = {}
+    if post.status == PostStatus.APPROVED.value:
+        zone = session.scalar(select(Workspace.timezone).where(Workspace.id == post.workspace_id))
+        decision.instant = resolve_post_time(post, zone).instant
+        decision.payload = post_payload(post)
+        targets = {channel.name: channel for channel in post_targets(session, post.id)}
+        gated = terminal_history_keys(rows)
+        for name, channel in targets.items():
+            row = active.get(name)
+            if row is None:
+                if name in gated:
+                    decision.counts["skip_terminal"] += 1
+                else:
+                    decision.inserts.append(channel)
+            elif row.status == Status.SUBMITTED.value:
+                decision.counts["skip_in_flight"] += 1
+            elif row.origin != Origin.RECONCILER.value:
+                decision.counts["skip_not_ours"] += 1
+            elif (row.publish_at, row.payload, row.channel_id) != (decision.instant, decision.payload, channel.id):
+                decision.moves.append((row, channel))
+            else:
+                decision.counts["unchanged"] += 1
+        decision.mark_published = delivery_of(list(targets), rows).all_sent
+
+    for name, row in active.items():
+        if name in targets:
+            continue
+        if row.status == Status.SUBMITTED.value:
+            decision.counts["skip_in_flight"] += 1
+        elif row.origin != Origin.RECONCILER.value:
+            decision.counts["skip_not_ours"] += 1
+        elif row.created_at > now - policy.age_gate:
+            decision.counts["skip_young"] += 1
+        else:
+            decision.withdrawals.append(row)
+    return decision
+
+
 def reconcile_post(
     session: Session, workspace_id: int, post_id: int, *, now: datetime, policy: Policy, actor: Actor
 ) -> PostReconciled:
     """Bring one post's rows in line with the post, inside the caller's write transaction.
 
+    The post is read under its lock, so the decision rests on its latest committed version.
     Raises :class:`~models.wall_time.InvalidTimezone` when an approved post's workspace zone
     is broken, and :class:`~models.errors.NotFound` when there is no such post.
     """
     post = get_post(session, workspace_id, post_id, lock=True)
-    done = PostReconciled(post)
-    rows = post_rows(session, workspace_id, [post.id])[post.id]
-    active = {row.target_key: row for row in rows if row.status in ACTIVE_STATUSES}
-
-    if post.status in (PostStatus.ARCHIVED.value, PostStatus.PUBLISHED.value):
-        # Terminal-parent gate: what is still active was a person's explicit Retry or Post now.
-        done.counts["skip_terminal_parent"] += len(active)
-        return done
-
-    if post.status == PostStatus.DRAFT.value:
-        for row in active.values():
-            _withdraw(session, post, row, done, now=now, policy=policy, actor=actor)
-        return done
-
-    zone = session.scalar(select(Workspace.timezone).where(Workspace.id == workspace_id))
-    instant = resolve_post_time(post, zone).instant
-    payload = post_payload(post)
-    targets = {channel.name: channel for channel in post_targets(session, post.id)}
-    gated = terminal_history_keys(rows)
-    for name, channel in targets.items():
-        row = active.get(name)
-        if row is None:
-            if name in gated:
-                done.counts["skip_terminal"] += 1
-            else:
-                _insert(session, post, channel, instant, payload, done, now=now, actor=actor)
-        elif row.status == Status.SUBMITTED.value:
-            done.counts["skip_in_flight"] += 1
-        elif row.origin != Origin.RECONCILER.value:
-            done.counts["skip_not_ours"] += 1
-        elif row.publish_at != instant or row.payload != payload or row.channel_id != channel.id:
-            _move(session, post, row, channel, instant, payload, done, now=now, actor=actor)
-        else:
-            done.counts["unchanged"] += 1
-    for name, row in active.items():
-        if name not in targets:
-            _withdraw(session, post, row, done, now=now, policy=policy, actor=actor)
-
-    if delivery_of(list(targets), rows + done.new_rows).all_sent:
+    decision = decide(session, post, now=now, policy=policy)
+    done = PostReconciled(post, counts=Counter(decision.counts))
+    for channel in decision.inserts:
+        _insert(session, post, channel, decision.instant, decision.payload, done, now=now, actor=actor)
+    for row, channel in decision.moves:
+        _move(session, post, row, channel, decision.instant, decision.payload, done, now=now, actor=actor)
+    why = "target removed" if post.status == PostStatus.APPROVED.value else "no longer approved"
+    for row in decision.withdrawals:
+        outcome = lifecycle.cancel(session, row.id, kind=CancelKind.ORPHANED, now=now, actor=actor,
+                                   reason=f"post #{post.id} {why}")
+        done.counts["removed" if outcome.ok else "skip_in_flight"] += 1
+    if decision.mark_published:
         post.status = PostStatus.PUBLISHED.value
         post.published_at = now
         post.updated_at = now
@@ -187,21 +231,6 @@ def _move(session, post, row, channel, instant, payload, done, *, now, actor) ->
         savepoint.rollback()  # keep the old row rather than leave the target with none
         session.refresh(row)
         done.counts = counts_before + Counter(skip_duplicate=1)
-
-
-def _withdraw(session, post, row, done, *, now, policy, actor) -> None:
-    """Cancel an orphan (kind ``orphaned``) unless a gate says leave it."""
-    if row.status == Status.SUBMITTED.value:
-        done.counts["skip_in_flight"] += 1
-    elif row.origin != Origin.RECONCILER.value:
-        done.counts["skip_not_ours"] += 1
-    elif row.created_at > now - policy.age_gate:
-        done.counts["skip_young"] += 1
-    else:
-        why = "no longer approved" if post.status != PostStatus.APPROVED.value else "target removed"
-        outcome = lifecycle.cancel(session, row.id, kind=CancelKind.ORPHANED, now=now, actor=actor,
-                                   reason=f"post #{post.id} {why}")
-        done.counts["removed" if outcome.ok else "skip_in_flight"] += 1
 
 
 # -- the periodic pass ----------------------------------------------------------------------
@@ -279,20 +308,35 @@ def reconcile_workspaces(
         summary["workspaces"] += 1
         for post_id in work.post_ids:
             try:
-                with write_session(engine) as session:
-                    result = reconcile_post(session, work.workspace_id, post_id, now=clock.now(), policy=policy,
-                                            actor=actor)
+                counts, new_rows = _reconcile_one(work.workspace_id, post_id, engine=engine, clock=clock,
+                                                  policy=policy, actor=actor)
             except InvalidTimezone as exc:  # the zone broke during the pass
                 _skip_workspace(summary, work, exc)
                 break
             except NotFound:
                 continue
             summary["posts"] += 1
-            for key, count in result.counts.items():
+            for key, count in counts.items():
                 summary[key] += count
-            if announce and result.new_rows:
-                announce(result.new_rows)
+            if announce and new_rows:
+                announce(new_rows)
     return summary
+
+
+def _reconcile_one(workspace_id, post_id, *, engine, clock, policy, actor) -> tuple[Counter, list]:
+    """Look first without the write lock; take it only when something is to be written.
+
+    A look that finds nothing to do may be a moment stale; that costs nothing, because every
+    edit reconciles its own post in its own transaction, and the next pass looks again.
+    Whatever is written is decided again under the post's lock.
+    """
+    with read_session(engine) as session:
+        decision = decide(session, get_post(session, workspace_id, post_id), now=clock.now(), policy=policy)
+    if not decision.writes:
+        return decision.counts, []
+    with write_session(engine) as session:
+        result = reconcile_post(session, workspace_id, post_id, now=clock.now(), policy=policy, actor=actor)
+    return result.counts, result.new_rows
 
 
 def _skip_workspace(summary: dict, work: WorkspaceWork, exc: Exception) -> None:
