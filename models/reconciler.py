@@ -20,9 +20,11 @@ rows too. An approved post whose every target's latest row is published becomes
 
 Each post is reconciled in its own short write transaction that reads the post, with its
 row lock on PostgreSQL (SQLite's writer lock is already held), and then its rows: a
-concurrent edit is either fully before or fully after, never undone by a stale view. A
-run's work is one pass over approved posts and queued rows the reconciler minted; the
-terminal history is consulted only by indexed lookups on each post's own rows.
+concurrent edit is either fully before or fully after, never undone by a stale view. The
+periodic pass first looks at each post without the lock (:func:`decide` writes nothing)
+and opens the write transaction only when there is something to write. A run's work is
+one pass over approved posts and queued rows the reconciler minted; the terminal history
+is consulted only by indexed lookups on each post's own rows.
 """
 
 from collections import Counter
