@@ -22,12 +22,22 @@ def _secret_key(instance_path: Path) -> str:
     return key_file.read_text().strip()
 
 
+def _default_queue_url(instance: Path) -> str:
+    """PostgresHuey in the app database when that is PostgreSQL, else SqliteHuey beside the app's file."""
+    database = os.environ.get("TICKWORK_DATABASE_URL") or ""
+    if database.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+        return database
+    if database.startswith("sqlite:///") and database != "sqlite:///:memory:":
+        return f"sqlite:///{Path(database.removeprefix('sqlite:///')).with_name('tickwork-queue.db')}"
+    return f"sqlite:///{instance / 'tickwork-queue.db'}"
+
+
 def default_settings(instance_path: str) -> dict:
     instance = Path(instance_path)
     return {
         "SQLALCHEMY_DATABASE_URI": os.environ.get("TICKWORK_DATABASE_URL")
         or f"sqlite:///{instance / 'tickwork.db'}",
-        "TICKWORK_QUEUE_URL": os.environ.get("TICKWORK_QUEUE_URL") or f"sqlite:///{instance / 'tickwork-queue.db'}",
+        "TICKWORK_QUEUE_URL": os.environ.get("TICKWORK_QUEUE_URL") or _default_queue_url(instance),
         "SECRET_KEY": None,  # filled after the test mapping, so tests never touch the instance folder
         "TICKWORK_POLICY": json.loads(os.environ.get("TICKWORK_POLICY_JSON") or "{}"),
         "SESSION_COOKIE_HTTPONLY": True,

@@ -56,3 +56,19 @@ def test_each_response_class_maps_to_one_outcome(status, outcome):
 def test_retry_later_carries_the_retry_after():
     result = classify(httpx.Response(429, headers={"Retry-After": "90"}), CONTEXT, what="P")
     assert result.retry_after.total_seconds() == 90
+
+
+@pytest.mark.parametrize("database,queue", [
+    ("postgresql://app@db/tickwork", "postgresql://app@db/tickwork"),
+    ("sqlite:////srv/tickwork/app.db", "sqlite:////srv/tickwork/tickwork-queue.db"),
+    (None, "sqlite:////instance/tickwork-queue.db"),
+])
+def test_the_queue_defaults_to_the_app_database_or_a_file_beside_it(monkeypatch, database, queue):
+    from webapp.config import default_settings
+
+    monkeypatch.delenv("TICKWORK_QUEUE_URL", raising=False)
+    if database:
+        monkeypatch.setenv("TICKWORK_DATABASE_URL", database)
+    else:
+        monkeypatch.delenv("TICKWORK_DATABASE_URL", raising=False)
+    assert default_settings("/instance")["TICKWORK_QUEUE_URL"] == queue
