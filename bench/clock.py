@@ -1,0 +1,566 @@
+"""Benchmarks of the clock: drain, lateness, the tick's query, consumer memory.
+
+    .venv/bin/python bench/clock.py drain      [--pg URL] [--rows 10000]
+    .venv/bin/python bench/clock.py lateness   [--pg URL] [--actions 1000] [--minutes 2]
+    .venv/bin/python bench/clock.py tickquery  [--pg URL]
+    .venv/bin/python bench/clock.py memory     [--actions 50000]
+    .venv/bin/python bench/clock.py all --pg URL --write     # everything, then docs/benchmarks.md "## Clock"
+
+Every figure comes from real processes on real databases: a consumer started with
+``tickwork consumer``, the tick run as ``tickwork tick``, the log provider writing real
+outbox rows. Results are printed as JSON lines and kept in bench/.clock-results.json so
+``--write`` can render whichever have been measured.
+"""
+
+import argparse
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import psycopg  # noqa: E402
+from sqlalchemy import func, insert, select, text  # noqa: E402
+
+SECRET = "bench-secret"
+RESULTS = ROOT / "bench" / ".clock-results.json"
+DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+# -- set-up -----------------------------------------------------------------------------
+
+
+def fresh_database(kind: str, pg_admin: str | None, workdir: Path) -> str:
+    if kind == "sqlite":
+        url = f"sqlite:///{workdir / f'clock-{uuid.uuid4().hex[:6]}.db'}"
+    else:
+        name = f"tickwork_bench_clock_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(pg_admin, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        url = pg_admin.rsplit("/", 1)[0] + "/" + name
+    done = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=ROOT,
+                          env=env_for(url, "immediate"), capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(done.stderr)
+    return url
+
+
+def drop_database(url: str, pg_admin: str | None) -> None:
+    if url.startswith("postgresql"):
+        name = url.rsplit("/", 1)[1]
+        with psycopg.connect(pg_admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def env_for(database_url: str, queue_url: str, policy: dict | None = None) -> dict:
+    return dict(os.environ, TICKWORK_DATABASE_URL=database_url, TICKWORK_QUEUE_URL=queue_url,
+                TICKWORK_SECRET_KEY=SECRET, TICKWORK_POLICY_JSON=json.dumps(policy or {}), PYTHONUNBUFFERED="1")
+
+
+def make_app(database_url: str, queue_url: str = "immediate"):
+    from webapp import create_app
+
+    return create_app({"SQLALCHEMY_DATABASE_URI": database_url, "SECRET_KEY": SECRET, "TICKWORK_QUEUE_URL": queue_url})
+
+
+def workspace_with_log_channel(app) -> tuple[int, int]:
+    from models.accounts import Workspace
+    from models.channels import Channel
+    from models.database import write_session
+    from webapp.runtime import runtime
+
+    with app.app_context(), write_session() as session:
+        now = runtime().now()
+        ws = Workspace(name=f"Bench {uuid.uuid4().hex[:4]}", timezone="UTC", created_at=now)
+        session.add(ws)
+        session.flush()
+        channel = Channel(workspace_id=ws.id, name="main", kind="log", config={}, created_at=now)
+        session.add(channel)
+        session.flush()
+        return ws.id, channel.id
+
+
+def insert_rows(app, ws: int, channel: int, publish_ats: list[datetime], status: str = "queued",
+                chunk: int = 5000) -> None:
+    from models.actions import ScheduledAction
+    from models.database import write_session
+    from webapp.runtime import runtime
+
+    with app.app_context():
+        now = runtime().now()
+        for start in range(0, len(publish_ats), chunk):
+            with write_session() as session:
+                session.execute(insert(ScheduledAction), [
+                    dict(workspace_id=ws, action_type="publish_post", target_key=f"t{start + i}", channel_id=channel,
+                         payload={"body": "bench"}, publish_at=at, status=status, attempt_count=0, origin="person",
+                         created_at=now, updated_at=now)
+                    for i, at in enumerate(publish_ats[start:start + chunk])])
+
+
+def count(app, status: str) -> int:
+    from models.actions import ScheduledAction
+    from models.database import read_session
+
+    with app.app_context(), read_session() as session:
+        return session.scalar(select(func.count()).select_from(ScheduledAction).where(ScheduledAction.status == status))
+
+
+def start_consumer(database_url: str, queue_url: str, *, workers: int, periodic: bool, log: Path,
+                   policy: dict | None = None) -> subprocess.Popen:
+    args = [sys.executable, "-m", "flask", "--app", "wsgi", "consumer", "--workers", str(workers)]
+    if not periodic:
+        args.append("--no-periodic")
+    handle = open(log, "a")
+    return subprocess.Popen(args, cwd=ROOT, env=env_for(database_url, queue_url, policy), stdout=handle, stderr=handle)
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def queue_url_for(kind: str, database_url: str, workdir: Path) -> str:
+    return f"sqlite:///{workdir / f'queue-{uuid.uuid4().hex[:6]}.db'}" if kind == "sqlite" else database_url
+
+
+# -- drain ------------------------------------------------------------------------------
+
+
+def raw_claim_and_finish(database_url: str, ids: list[int], connections: int = 1) -> float:
+    """Rows/s of the bare minimum: a guarded claim UPDATE and a final UPDATE, each committed."""
+    def work(part: list[int]):
+        if database_url.startswith("sqlite"):
+            import sqlite3
+
+            conn = sqlite3.connect(database_url.removeprefix("sqlite:///"), timeout=30, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            mark = "?"
+        else:
+            conn = psycopg.connect(database_url, autocommit=True)
+            mark = "%s"
+        now = datetime.now(timezone.utc).replace(tzinfo=None).isoformat(" ") if mark == "?" else datetime.now(timezone.utc)
+        for ident in part:
+            token = uuid.uuid4().hex
+            if mark == "?":
+                conn.execute("BEGIN IMMEDIATE")
+            else:
+                conn.execute("BEGIN")
+            conn.execute(f"UPDATE scheduled_actions SET status='submitted', claim_token={mark}, "
+                         f"attempt_count=attempt_count+1, submitted_at={mark}, updated_at={mark} "
+                         f"WHERE id={mark} AND status='queued'", (token, now, now, ident))
+            conn.execute("COMMIT")
+            if mark == "?":
+                conn.execute("BEGIN IMMEDIATE")
+            else:
+                conn.execute("BEGIN")
+            conn.execute(f"UPDATE scheduled_actions SET status='published', finished_at={mark}, updated_at={mark} "
+                         f"WHERE id={mark} AND claim_token={mark}", (now, now, ident, token))
+            conn.execute("COMMIT")
+        conn.close()
+
+    parts = [ids[i::connections] for i in range(connections)]
+    threads = [threading.Thread(target=work, args=(part,)) for part in parts]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return len(ids) / (time.monotonic() - started)
+
+
+def bench_drain(kind: str, pg_admin: str | None, rows: int, workdir: Path) -> dict:
+    """tick → Huey → claim → log provider → published, for ``rows`` due actions; beside the raw loop."""
+    database_url = fresh_database(kind, pg_admin, workdir)
+    queue_url = queue_url_for(kind, database_url, workdir)
+    try:
+        app = make_app(database_url)
+        ws, channel = workspace_with_log_channel(app)
+        now = datetime.now(timezone.utc)
+        insert_rows(app, ws, channel, [now - timedelta(seconds=1)] * rows)
+        consumer = start_consumer(database_url, queue_url, workers=4, periodic=False, log=workdir / "drain.log")
+        time.sleep(3)  # the consumer is up and polling before the clock starts
+        started = time.monotonic()
+        tick = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "tick"], cwd=ROOT,
+                              env=env_for(database_url, queue_url), capture_output=True, text=True)
+        fanned_out = time.monotonic() - started
+        if tick.returncode:
+            raise SystemExit(tick.stderr)
+        summary = json.loads(tick.stdout.strip().splitlines()[-1])
+        while count(app, "published") < rows:
+            if time.monotonic() - started > 1800:
+                raise SystemExit("drain did not finish in 30 minutes")
+            time.sleep(0.2)
+        drained = time.monotonic() - started
+        stop(consumer)
+        # The raw loop on the same database in the same run, over fresh rows.
+        from models.actions import ScheduledAction
+        from models.database import read_session
+
+        insert_rows(app, ws, channel, [now] * rows)
+        with app.app_context(), read_session() as session:
+            ids = list(session.scalars(select(ScheduledAction.id).where(ScheduledAction.status == "queued")
+                                       .order_by(ScheduledAction.id)))
+        raw_one = raw_claim_and_finish(database_url, ids[: rows // 2], 1)
+        raw_four = raw_claim_and_finish(database_url, ids[rows // 2:], 4) if kind == "postgresql" else None
+        result = {"bench": "drain", "db": kind, "rows": rows, "tick_seconds": round(fanned_out, 2),
+                  "tick_due": summary["due"], "tick_dispatched": summary["dispatched"],
+                  "budget_spent": summary["budget_spent"], "drain_seconds": round(drained, 2),
+                  "full_rate": round(rows / drained), "raw_rate_1": round(raw_one),
+                  "raw_rate_4": round(raw_four) if raw_four else None}
+        result["ratio"] = round(result["full_rate"] / max(raw_one, raw_four or 0), 3)
+        return result
+    finally:
+        drop_database(database_url, pg_admin)
+
+
+# -- lateness ---------------------------------------------------------------------------
+
+
+def bench_lateness(actions: int, minutes: float, workdir: Path, kind: str = "sqlite", pg_admin: str | None = None) -> dict:
+    """Actions spread over ``minutes`` through a real consumer; half scheduled up front (the tick hands
+    them over with an eta), half created while it runs (the on_due_soon hook hands them over)."""
+    from models.actions import ScheduledAction
+    from models.database import read_session
+    from models.outbox import OutboxEntry
+
+    database_url = fresh_database(kind, pg_admin, workdir)
+    queue_url = queue_url_for(kind, database_url, workdir)
+    try:
+        app = make_app(database_url, queue_url)
+        ws, channel = workspace_with_log_channel(app)
+        start = datetime.now(timezone.utc) + timedelta(seconds=15)
+        span = timedelta(minutes=minutes)
+        upfront = [start + span * (i / actions) for i in range(0, actions, 2)]
+        insert_rows(app, ws, channel, upfront)
+        consumer = start_consumer(database_url, queue_url, workers=4, periodic=True, log=workdir / "lateness.log")
+        late_ones = [start + span * (i / actions) for i in range(1, actions, 2)]
+        # Created while the consumer runs, each about 20 s before it is due, as a person would.
+        created = 0
+        while created < len(late_ones):
+            now = datetime.now(timezone.utc)
+            batch = [at for at in late_ones[created:] if at - now <= timedelta(seconds=20)]
+            if batch:
+                _create_announced(app, ws, channel, batch)
+                created += len(batch)
+            time.sleep(0.5)
+        end = start + span + timedelta(seconds=10)
+        while datetime.now(timezone.utc) < end or count(app, "published") < actions:
+            if datetime.now(timezone.utc) > end + timedelta(minutes=2):
+                break
+            time.sleep(0.5)
+        stop(consumer)
+        with app.app_context(), read_session() as session:
+            pairs = session.execute(select(OutboxEntry.created_at, ScheduledAction.publish_at)
+                                    .join(ScheduledAction, ScheduledAction.id == OutboxEntry.action_id)).all()
+        lateness = sorted((sent - due).total_seconds() for sent, due in pairs)
+        return {"bench": "lateness", "db": kind, "actions": actions, "minutes": minutes, "sent": len(lateness),
+                "p50": round(statistics.median(lateness), 3),
+                "p99": round(lateness[int(len(lateness) * 0.99) - 1], 3), "max": round(lateness[-1], 3),
+                "min": round(lateness[0], 3)}
+    finally:
+        drop_database(database_url, pg_admin)
+
+
+def _create_announced(app, ws: int, channel: int, publish_ats: list[datetime]) -> None:
+    from models.channels import Channel
+    from models.database import write_session
+    from models.actions import Origin
+    from models.lifecycle import Actor
+    from models.scheduling import NewAction, create_action
+    from webapp.runtime import runtime
+
+    with app.app_context():
+        rt = runtime()
+        with write_session() as session:
+            chan = session.get(Channel, channel)
+            rows = [create_action(session, ws, NewAction(action_type="publish_post", channel=chan,
+                                                         target_key=f"late-{at.timestamp()}", payload={"body": "x"},
+                                                         publish_at=at),
+                                  now=rt.now(), policy=rt.policy, actor=Actor(label="bench"), origin=Origin.PERSON)[0]
+                    for at in publish_ats]
+        rt.announce_due(rows)
+
+
+# -- the tick's query ---------------------------------------------------------------------
+
+
+def bench_tickquery(kind: str, pg_admin: str | None, workdir: Path) -> dict:
+    """The tick's due-batch query at 10,000 and at 1,000,000 rows, about 90 % of them terminal history."""
+    from models.database import read_session
+    from models.ticks import due_batch
+
+    result = {"bench": "tickquery", "db": kind}
+    for total in (10_000, 1_000_000):
+        database_url = fresh_database(kind, pg_admin, workdir)
+        try:
+            app = make_app(database_url)
+            ws, channel = workspace_with_log_channel(app)
+            _bulk_history(app, database_url, ws, channel, total)
+            now = datetime.now(timezone.utc)
+            timings = []
+            with app.app_context():
+                for _ in range(60):
+                    with read_session() as session:
+                        started = time.perf_counter()
+                        batch = due_batch(session, now, after=None, limit=200)
+                        timings.append(time.perf_counter() - started)
+            assert len(batch) == 200
+            result[f"ms_{total}"] = round(statistics.median(timings[10:]) * 1000, 2)
+        finally:
+            drop_database(database_url, pg_admin)
+    result["ratio"] = round(result["ms_1000000"] / result["ms_10000"], 2)
+    return result
+
+
+def _bulk_history(app, database_url: str, ws: int, channel: int, total: int) -> None:
+    """``total`` rows: 1,000 queued and due, the rest 90 % terminal history and 10 % queued for later."""
+    from models.database import db
+
+    with app.app_context(), db.engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("""
+                INSERT INTO scheduled_actions (workspace_id, action_type, target_key, channel_id, payload, publish_at,
+                    status, cancel_kind, failure_code, attempt_count, origin, created_at, updated_at)
+                SELECT :ws, 'publish_post', 't' || g, :ch, '{"body": "x"}',
+                    CASE WHEN g <= 1000 THEN now() - interval '1 second' * g
+                         WHEN g % 10 = 0 THEN now() + interval '1 minute' * (g % 5000)
+                         ELSE now() - interval '1 minute' * (g % 100000) END,
+                    CASE WHEN g <= 1000 OR g % 10 = 0 THEN 'queued' WHEN g % 10 < 7 THEN 'published'
+                         WHEN g % 10 < 9 THEN 'failed' ELSE 'cancelled' END,
+                    CASE WHEN g > 1000 AND g % 10 = 9 THEN 'person' END,
+                    CASE WHEN g > 1000 AND g % 10 IN (7, 8) THEN 'permanent' END,
+                    1, 'person', now(), now()
+                FROM generate_series(1, :total) g"""), {"ws": ws, "ch": channel, "total": total})
+            conn.execute(text("ANALYZE scheduled_actions"))
+        else:
+            conn.execute(text("""
+                WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < :total)
+                INSERT INTO scheduled_actions (workspace_id, action_type, target_key, channel_id, payload, publish_at,
+                    status, cancel_kind, failure_code, attempt_count, origin, created_at, updated_at)
+                SELECT :ws, 'publish_post', 't' || n, :ch, '{"body": "x"}',
+                    CASE WHEN n <= 1000 THEN datetime('now', '-' || n || ' seconds')
+                         WHEN n % 10 = 0 THEN datetime('now', '+' || (n % 5000) || ' minutes')
+                         ELSE datetime('now', '-' || (n % 100000) || ' minutes') END,
+                    CASE WHEN n <= 1000 OR n % 10 = 0 THEN 'queued' WHEN n % 10 < 7 THEN 'published'
+                         WHEN n % 10 < 9 THEN 'failed' ELSE 'cancelled' END,
+                    CASE WHEN n > 1000 AND n % 10 = 9 THEN 'person' END,
+                    CASE WHEN n > 1000 AND n % 10 IN (7, 8) THEN 'permanent' END,
+                    1, 'person', datetime('now'), datetime('now')
+                FROM g"""), {"ws": ws, "ch": channel, "total": total})
+            conn.execute(text("ANALYZE"))
+
+
+# -- consumer memory ------------------------------------------------------------------------
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def bench_memory(actions: int, workdir: Path) -> dict:
+    """A consumer's resident memory over ``actions`` dispatches (SQLite + SqliteHuey, log provider)."""
+    database_url = fresh_database("sqlite", None, workdir)
+    queue_url = queue_url_for("sqlite", database_url, workdir)
+    app = make_app(database_url)
+    ws, channel = workspace_with_log_channel(app)
+    insert_rows(app, ws, channel, [datetime.now(timezone.utc) - timedelta(seconds=1)] * actions)
+    consumer = start_consumer(database_url, queue_url, workers=4, periodic=False, log=workdir / "memory.log")
+    time.sleep(3)
+    subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "tick"], cwd=ROOT,
+                   env=env_for(database_url, queue_url, {"tick_budget": 3000, "task_timeout": 3100,
+                                                         "recovery_timeout": 3600}), check=True, capture_output=True)
+    samples = []
+    started = time.monotonic()
+    while True:
+        done = count(app, "published")
+        samples.append((done, rss_kib(consumer.pid)))
+        if done >= actions or time.monotonic() - started > 3600:
+            break
+        time.sleep(2)
+    elapsed = time.monotonic() - started
+    stop(consumer)
+    warm = next(rss for done, rss in samples if done >= actions * 0.1)
+    end = samples[-1][1]
+    peak = max(rss for _, rss in samples)
+    return {"bench": "memory", "db": "sqlite", "actions": actions, "seconds": round(elapsed),
+            "rss_after_warmup_mib": round(warm / 1024, 1), "rss_end_mib": round(end / 1024, 1),
+            "rss_peak_mib": round(peak / 1024, 1), "growth_pct": round((end - warm) / warm * 100, 1)}
+
+
+# -- results -----------------------------------------------------------------------------
+
+
+def remember(result: dict) -> None:
+    print(json.dumps(result), flush=True)
+    stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    key = f"{result['bench']}:{result.get('db', '')}"
+    stored[key] = {**result, "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    RESULTS.write_text(json.dumps(stored, indent=1))
+
+
+def render() -> str:
+    stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    lines = ["## Clock", "",
+             f"`bench/clock.py`. Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+             f"{platform.python_version()}; PostgreSQL 15 on the same box with durable commits (fsync on), SQLite in WAL mode. Other "
+             "work (test suites, a browser) was running on the box at the same time, and a durable commit cost "
+             "anywhere from 0.5 to 3.4 ms from one run to the next, so treat the figures as lower bounds and "
+             "compare only figures from the same run.", ""]
+    drains = [stored[k] for k in ("drain:sqlite", "drain:postgresql") if k in stored]
+    if drains:
+        lines += ["### Drain", "",
+                  "10,000 due actions, `log` provider, full path: `tickwork tick` fans out one task per row to the "
+                  "queue (SqliteHuey / PostgresHuey in the app database), one `tickwork consumer` with 4 worker "
+                  "threads claims, writes the outbox row and publishes. Beside it, on the same database in the same "
+                  "run, a raw-SQL loop doing only the guarded claim UPDATE and the final UPDATE, each committed.", "",
+                  "| database | tick fan-out | all published | full path | raw, 1 connection | raw, 4 connections | full ÷ raw |",
+                  "|---|---|---|---|---|---|---|"]
+        for d in drains:
+            lines.append(f"| {d['db']} | {d['tick_seconds']} s ({d['tick_dispatched']:,} handed over) | "
+                         f"{d['drain_seconds']} s | {d['full_rate']:,} rows/s | {d['raw_rate_1']:,} rows/s | "
+                         f"{(format(d['raw_rate_4'], ',') + ' rows/s') if d.get('raw_rate_4') else '—'} | "
+                         f"{d['ratio']} |")
+        lines += ["", "An earlier run the same hour, before the tick handed its tasks over in one transaction: SQLite "
+                  "97 rows/s full path against 6,423 raw; PostgreSQL 39.7 s to hand 10,000 tasks over (one durable "
+                  "commit each), 62 rows/s full path against 203 raw on one connection and 371 on four. The raw "
+                  "rates moved fivefold between runs with the other load on the box; the full path moved much less, "
+                  "because it is bound by CPU, not by commits.", ""]
+    if "lateness:sqlite" in stored or "lateness:postgresql" in stored:
+        lines += ["### Lateness", "",
+                  "Actions spread evenly over the run through one real consumer (4 threads, periodic tick on). Half "
+                  "were scheduled before the consumer started (the tick hands them over with an eta), half were "
+                  "created while it ran, each about 20 s before its time (the `on_due_soon` hook hands them over). "
+                  "Lateness = outbox entry written − `publish_at`. Consumer settings: scheduler every 1 s; "
+                  "SqliteHuey polling from 0.05 s backing off to at most 0.2 s (Huey's default backs off to 10 s).",
+                  "", "| database | actions | over | p50 | p99 | max |", "|---|---|---|---|---|---|"]
+        for key in ("lateness:sqlite", "lateness:postgresql"):
+            if key in stored:
+                d = stored[key]
+                lines.append(f"| {d['db']} | {d['sent']:,} of {d['actions']:,} | {d['minutes']} min | {d['p50']} s | "
+                             f"{d['p99']} s | {d['max']} s |")
+        lines.append("")
+    queries = [stored[k] for k in ("tickquery:sqlite", "tickquery:postgresql") if k in stored]
+    if queries:
+        lines += ["### The tick's query", "",
+                  "The due-batch query (200 rows, `(publish_at, id)` order) at 10,000 and 1,000,000 rows, 90 % "
+                  "terminal history, 10 % queued for later, and the same 1,000 rows due in both; median of 50.", "",
+                  "| database | 10,000 rows | 1,000,000 rows | ratio |", "|---|---|---|---|"]
+        for d in queries:
+            lines.append(f"| {d['db']} | {d['ms_10000']} ms | {d['ms_1000000']} ms | {d['ratio']}× |")
+        lines.append("")
+    if "memory:sqlite" in stored:
+        d = stored["memory:sqlite"]
+        lines += ["### Consumer memory", "",
+                  f"One consumer (4 threads, SQLite + SqliteHuey, `log` provider) over {d['actions']:,} actions in "
+                  f"{d['seconds']} s: resident memory {d['rss_after_warmup_mib']} MiB after warm-up (10 % done), "
+                  f"{d['rss_end_mib']} MiB at the end, peak {d['rss_peak_mib']} MiB: growth {d['growth_pct']} %.", ""]
+    lines += _verdicts(stored)
+    return "\n".join(lines)
+
+
+def _verdicts(stored: dict) -> list[str]:
+    """Each target of the clock's benchmarks, met or missed, with the figure that says so."""
+    out = ["### Against the targets", ""]
+    for key in ("drain:sqlite", "drain:postgresql"):
+        if key in stored:
+            d = stored[key]
+            handed = "met" if d["tick_seconds"] < 60 else "missed"
+            drained = "met" if d["drain_seconds"] < 60 else "missed"
+            third = "met" if d["ratio"] >= 1 / 3 else "missed"
+            out.append(f"- {d['db']}: 10,000 due actions handed to the queue within the minute: {handed} "
+                       f"({d['tick_seconds']} s); all of them sent within the minute: {drained} ({d['drain_seconds']} s); "
+                       f"full path at least a third of the raw rate: {third} ({d['ratio']}).")
+    for key in ("lateness:sqlite", "lateness:postgresql"):
+        if key in stored:
+            d = stored[key]
+            out.append(f"- {d['db']}: lateness p99 under 1.5 s: {'met' if d['p99'] < 1.5 else 'missed'} ({d['p99']} s).")
+    for key in ("tickquery:sqlite", "tickquery:postgresql"):
+        if key in stored:
+            d = stored[key]
+            out.append(f"- {d['db']}: tick query at 1,000,000 rows within 2x of 10,000: "
+                       f"{'met' if d['ratio'] <= 2 else 'missed'} ({d['ratio']}x).")
+    if "memory:sqlite" in stored:
+        d = stored["memory:sqlite"]
+        out.append(f"- consumer memory flat over {d['actions']:,} actions (under 10 % growth after warm-up): "
+                   f"{'met' if d['growth_pct'] < 10 else 'missed'} ({d['growth_pct']} %).")
+    out += ["", WHY_SLOW, ""]
+    return out
+
+
+WHY_SLOW = (
+    "Where a drain's time goes. A dispatch is four short transactions: a look at the row and its channel, the claim "
+    "(`queued → submitted` with its event), the provider (for `log`, the outbox insert) and the outcome "
+    "(`submitted → published` with its event), plus the queue's own dequeue. Measured in one process on "
+    "this box, an action costs about 11 ms of which about 7 ms are the two lifecycle moves: each is an ORM "
+    "`UPDATE ... RETURNING` of the whole row (the claim inside a savepoint) plus an ORM event insert, and SQLAlchemy "
+    "builds and caches those statements on every call. The raw loop does two precompiled UPDATEs. Four "
+    "worker threads share one interpreter, so on SQLite the consumer is CPU-bound near one core; on "
+    "PostgreSQL each action also waits for four durable commits. The ways forward, "
+    "not taken yet: build the lifecycle's statements once (core `update()` with bound parameters, or "
+    "`lambda_stmt`), run two consumer processes on a two-core box instead of four threads in one, and, for "
+    "`log`, write the outbox row in the outcome's transaction."
+)
+
+
+def write_doc() -> None:
+    path = ROOT / "docs" / "benchmarks.md"
+    current = path.read_text() if path.exists() else "# Benchmarks\n"
+    section = render()
+    if "\n## Clock\n" in current:
+        head, rest = current.split("\n## Clock\n", 1)
+        tail = rest.split("\n## ", 1)
+        current = head + "\n" + section + ("\n\n## " + tail[1] if len(tail) > 1 else "\n")
+    else:
+        current = current.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(current)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("which", choices=["drain", "lateness", "tickquery", "memory", "all", "write"])
+    parser.add_argument("--pg", default=None, help="PostgreSQL admin URL (also runs the PostgreSQL variants)")
+    parser.add_argument("--rows", type=int, default=10_000)
+    parser.add_argument("--actions", type=int, default=None)
+    parser.add_argument("--minutes", type=float, default=2)
+    parser.add_argument("--write", action="store_true", help="render docs/benchmarks.md's Clock section")
+    args = parser.parse_args()
+    kinds = ["sqlite"] + (["postgresql"] if args.pg else [])
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        if args.which in ("drain", "all"):
+            for kind in kinds:
+                remember(bench_drain(kind, args.pg, args.rows, workdir))
+        if args.which in ("tickquery", "all"):
+            for kind in kinds:
+                remember(bench_tickquery(kind, args.pg, workdir))
+        if args.which in ("lateness", "all"):
+            for kind in kinds:
+                remember(bench_lateness(args.actions or 1000, args.minutes, workdir, kind, args.pg))
+        if args.which in ("memory", "all"):
+            remember(bench_memory(args.actions or 50_000, workdir))
+    if args.write or args.which == "write":
+        write_doc()
+
+
+if __name__ == "__main__":
+    main()
