@@ -34,7 +34,9 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import insert, or_, select, update
+from functools import lru_cache
+
+from sqlalchemy import and_, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -115,6 +117,55 @@ class Refused:
 Outcome = Moved | Refused
 
 
+_table = ScheduledAction.__table__
+_c = _table.c
+_RETURNING = tuple(_c)
+INCREMENT = object()  # a values() marker: attempt_count + 1
+
+
+def _param(name: str, column):
+    return bindparam(name, type_=column.type)
+
+
+# The extra conditions a move may ask for, by name; their parameters come with the call.
+_GUARDS = {
+    "due": lambda: and_(
+        _c.publish_at <= _param("now", _c.publish_at),
+        or_(_c.next_attempt_at.is_(None), _c.next_attempt_at <= _param("now", _c.publish_at)),
+    ),
+    "attempts_left": lambda: _c.attempt_count < bindparam("max_attempts"),
+    "token": lambda: _c.claim_token == _param("held_token", _c.claim_token),
+    "submitted_before": lambda: _c.submitted_at <= _param("cutoff", _c.submitted_at),
+    "worker_lost": lambda: _c.failure_code == FailureCode.WORKER_LOST.value,
+    "workspace": lambda: _c.workspace_id == bindparam("in_workspace"),
+}
+
+
+@lru_cache(maxsize=None)
+def _statement(sources: tuple[str, ...], target: str, set_keys: tuple[str, ...], guards: tuple[str, ...]):
+    """The move's UPDATE, built once per shape: every call after the first only binds values."""
+    values = {"status": target, "updated_at": _param("now", _c.updated_at)}
+    for key in set_keys:
+        values[key] = _c[key] + 1 if key == "attempt_count" else _param(f"set_{key}", _c[key])
+    return (
+        update(_table)
+        .where(_c.id == bindparam("action_id"), _c.status.in_(sources), *(_GUARDS[name]() for name in guards))
+        .values(values)
+        .returning(*_RETURNING)
+    )
+
+
+_EVENT = insert(ActionEvent.__table__)
+
+
+def _as_action(session: Session, row) -> ScheduledAction:
+    """The updated row as a detached ScheduledAction; a stale copy in the session is expired."""
+    loaded = session.identity_map.get(session.identity_key(ScheduledAction, row.id))
+    if loaded is not None:
+        session.expire(loaded)
+    return ScheduledAction(**row._mapping)
+
+
 def _move(
     session: Session,
     move: Move,
@@ -123,57 +174,63 @@ def _move(
     now: datetime,
     actor: Actor,
     values: dict,
-    where: tuple = (),
+    guards: dict | None = None,
     reason: str | None = None,
     workspace_id: int | None = None,
     max_attempts: int = MAX_ATTEMPTS,
     source: Status | None = None,
 ) -> Outcome:
+    """Apply ``move`` to one row: ``values`` to set (INCREMENT for attempt_count), ``guards``
+    naming extra conditions of :data:`_GUARDS` with their parameters."""
     sources, target = ALLOWED_MOVES[move]
     if source is not None:
         assert source in sources
         sources = frozenset({source})
-    conditions = [
-        ScheduledAction.id == action_id,
-        ScheduledAction.status.in_([s.value for s in sources]),
-        *where,
-    ]
+    guards = dict(guards or {})
     if workspace_id is not None:
-        conditions.append(ScheduledAction.workspace_id == workspace_id)
-    statement = (
-        update(ScheduledAction)
-        .where(*conditions)
-        .values(status=target.value, updated_at=now, **values)
-        .returning(ScheduledAction)
-        .execution_options(synchronize_session=False, populate_existing=True)
+        guards["workspace"] = {"in_workspace": workspace_id}
+    statement = _statement(
+        tuple(sorted(s.value for s in sources)), target.value, tuple(sorted(values)), tuple(sorted(guards))
     )
+    params = {"action_id": action_id, "now": now}
+    params.update({f"set_{key}": value for key, value in values.items() if value is not INCREMENT})
+    for extra in guards.values():
+        params.update(extra)
     if target.value in (Status.QUEUED.value, Status.SUBMITTED.value):
-        # Only a move into an active status can trip the publish guard.
-        try:
-            with session.begin_nested():
-                row = session.scalars(statement).one_or_none()
-        except IntegrityError as exc:
-            typed = classify_integrity_error(exc)
-            if isinstance(typed, PublishGuardViolation):
-                raise typed from exc
-            raise
+        row = _guarded_execute(session, statement, params)
     else:
-        row = session.scalars(statement).one_or_none()
+        row = session.execute(statement, params).one_or_none()
     if row is None:
         return _diagnose(session, move, action_id, workspace_id=workspace_id, now=now, max_attempts=max_attempts)
-    session.execute(
-        insert(ActionEvent).values(
-            action_id=row.id,
-            from_status=next(iter(sources)).value if len(sources) == 1 else None,
-            to_status=target.value,
-            at=now,
-            actor=actor.label,
-            actor_user_id=actor.user_id,
-            clock_run_id=actor.clock_run_id,
-            reason=reason,
-        )
-    )
-    return Moved(row)
+    session.execute(_EVENT, {
+        "action_id": row.id,
+        "from_status": next(iter(sources)).value if len(sources) == 1 else None,
+        "to_status": target.value,
+        "at": now,
+        "actor": actor.label,
+        "actor_user_id": actor.user_id,
+        "clock_run_id": actor.clock_run_id,
+        "reason": reason,
+    })
+    return Moved(_as_action(session, row))
+
+
+def _guarded_execute(session: Session, statement, params):
+    """Run a move into an active status, which the publish guard may refuse.
+
+    On PostgreSQL a refused statement aborts the whole transaction, so it runs inside a
+    savepoint; SQLite's ``RAISE(ABORT)`` undoes only the statement and needs none.
+    """
+    try:
+        if session.get_bind().dialect.name == "postgresql":
+            with session.begin_nested():
+                return session.execute(statement, params).one_or_none()
+        return session.execute(statement, params).one_or_none()
+    except IntegrityError as exc:
+        typed = classify_integrity_error(exc)
+        if isinstance(typed, PublishGuardViolation):
+            raise typed from exc
+        raise
 
 
 def _diagnose(session, move, action_id, *, workspace_id, now, max_attempts) -> Refused:
@@ -197,18 +254,10 @@ def _diagnose(session, move, action_id, *, workspace_id, now, max_attempts) -> R
 
 def record_creation(session: Session, action: ScheduledAction, *, now: datetime, actor: Actor, reason: str | None = None):
     """Write the first event of a freshly inserted row (nothing → queued)."""
-    session.execute(
-        insert(ActionEvent).values(
-            action_id=action.id,
-            from_status=None,
-            to_status=action.status,
-            at=now,
-            actor=actor.label,
-            actor_user_id=actor.user_id,
-            clock_run_id=actor.clock_run_id,
-            reason=reason,
-        )
-    )
+    session.execute(_EVENT, {
+        "action_id": action.id, "from_status": None, "to_status": action.status, "at": now,
+        "actor": actor.label, "actor_user_id": actor.user_id, "clock_run_id": actor.clock_run_id, "reason": reason,
+    })
 
 
 # -- the moves ---------------------------------------------------------------------------
@@ -224,16 +273,8 @@ def claim(
         action_id,
         now=now,
         actor=actor,
-        values=dict(
-            attempt_count=ScheduledAction.attempt_count + 1,
-            claim_token=uuid.uuid4().hex,
-            submitted_at=now,
-        ),
-        where=(
-            ScheduledAction.publish_at <= now,
-            or_(ScheduledAction.next_attempt_at.is_(None), ScheduledAction.next_attempt_at <= now),
-            ScheduledAction.attempt_count < max_attempts,
-        ),
+        values=dict(attempt_count=INCREMENT, claim_token=uuid.uuid4().hex, submitted_at=now),
+        guards={"due": {}, "attempts_left": {"max_attempts": max_attempts}},
         max_attempts=max_attempts,
     )
 
@@ -246,7 +287,7 @@ def publish(
     reason = "provider accepted" + (f" as {provider_id}" if provider_id else "")
     outcome = _move(
         session, Move.PUBLISH, action_id, now=now, actor=actor, values=values, reason=reason,
-        where=(ScheduledAction.claim_token == claim_token,), source=Status.SUBMITTED,
+        guards={"token": {"held_token": claim_token}}, source=Status.SUBMITTED,
     )
     if outcome.ok or outcome.reason is Refusal.NOT_FOUND or outcome.status != Status.FAILED.value:
         return outcome
@@ -254,10 +295,7 @@ def publish(
     return _move(
         session, Move.PUBLISH, action_id, now=now, actor=actor, values=values,
         reason=reason + " after the worker was declared lost",
-        where=(
-            ScheduledAction.claim_token == claim_token,
-            ScheduledAction.failure_code == FailureCode.WORKER_LOST.value,
-        ),
+        guards={"token": {"held_token": claim_token}, "worker_lost": {}},
         source=Status.FAILED,
     )
 
@@ -276,11 +314,11 @@ def fail(
     """submitted → failed, by the claiming worker (its token) or by dead-worker recovery (a cut-off)."""
     if claim_token is None and submitted_before is None:
         raise ValueError("fail needs the claim token, or the recovery cut-off")
-    where = []
+    guards = {}
     if claim_token is not None:
-        where.append(ScheduledAction.claim_token == claim_token)
+        guards["token"] = {"held_token": claim_token}
     if submitted_before is not None:
-        where.append(ScheduledAction.submitted_at <= submitted_before)
+        guards["submitted_before"] = {"cutoff": submitted_before}
     return _move(
         session,
         Move.FAIL,
@@ -288,7 +326,7 @@ def fail(
         now=now,
         actor=actor,
         values=dict(failure_code=code.value, last_error=message, finished_at=now),
-        where=tuple(where),
+        guards=guards,
         reason=message,
     )
 
@@ -304,7 +342,7 @@ def revert(
         now=now,
         actor=actor,
         values=dict(next_attempt_at=next_attempt_at, last_error=message, claim_token=None, submitted_at=None),
-        where=(ScheduledAction.claim_token == claim_token,),
+        guards={"token": {"held_token": claim_token}},
         reason=f"{message}; next attempt at {next_attempt_at.isoformat()}",
     )
 
@@ -366,7 +404,7 @@ def retry(
         values=dict(
             last_error=None, failure_code=None, next_attempt_at=now, finished_at=None, claim_token=None, submitted_at=None
         ),
-        where=(ScheduledAction.attempt_count < max_attempts,),
+        guards={"attempts_left": {"max_attempts": max_attempts}},
         reason="retried",
         workspace_id=workspace_id,
         max_attempts=max_attempts,
