@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import httpx
+from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Engine
 
 from models import lifecycle
@@ -130,6 +131,14 @@ def dispatch_action(action_id: int, context: DispatchContext, *, clock_run_id: i
     return record_outcome(action, channel.kind, result, context, actor)
 
 
+# The row and its channel in one query, built once.
+_LOOK = (
+    select(ScheduledAction, Channel)
+    .join(Channel, Channel.id == ScheduledAction.channel_id)
+    .where(ScheduledAction.id == bindparam("action_id"))
+)
+
+
 def claim_for_send(action_id: int, context: DispatchContext, actor: Actor) -> _Claimed | DispatchResult:
     """Step 1: look at the row, then skip it, miss it or claim it in one short write transaction."""
     policy = context.policy
@@ -137,12 +146,12 @@ def claim_for_send(action_id: int, context: DispatchContext, actor: Actor) -> _C
     # a row another worker already took is skipped here, and the write transaction holds
     # the lock only for the guarded moves themselves.
     with read_session(context.engine) as session:
-        row = session.get(ScheduledAction, action_id)
-        if row is None:
+        found = session.execute(_LOOK, {"action_id": action_id}).one_or_none()
+        if found is None:
             return DispatchResult(action_id, DispatchOutcome.SKIPPED, "not_found")
+        row, channel = found
         if row.status != Status.QUEUED.value:
             return DispatchResult(action_id, DispatchOutcome.SKIPPED, row.status)
-        channel = session.get(Channel, row.channel_id)
         session.expunge_all()
     with write_session(context.engine) as session:
         now = context.clock.now()
