@@ -55,6 +55,7 @@ def load_demo(runtime) -> str:
         session.flush()
         _demo_actions(session, workspace.id, channels, now)
         _demo_posts(session, workspace.id, runtime.policy, now)
+        _demo_due_soon(session, workspace.id, channels, now)
     people = "\n".join(f"  {email:<22} {role}" for email, role in DEMO_PEOPLE)
     return (
         f"Demo workspace {DEMO_WORKSPACE!r} is ready.\n"
@@ -74,6 +75,17 @@ _POST_IDEAS = [
     ("Pre-order your holiday stollen by Friday", ["newsletter", "sms-alerts"], "approved"),
     ("Behind the counter: meet Ana, our new pastry chef", ["instagram"], "draft"),
 ]
+
+
+def _demo_due_soon(session, workspace_id, channels, now):
+    """A few reminders due in the next minutes, so the first thing a newcomer sees is the clock firing."""
+    channel, _ = channels[2]
+    person = Actor(label="user:ops@demo.test")
+    for minute in range(1, 7):
+        new = NewAction(action_type="reminder", channel=channel, target_key=f"+1555555010{minute}",
+                        payload={"body": f"Your order is ready for pickup (reminder {minute})"},
+                        publish_at=now + timedelta(minutes=minute), thing_id=f"pickup-{minute}")
+        insert_action(session, workspace_id, new, now=now, actor=person, origin=Origin.PERSON, reason="created")
 
 
 def _demo_posts(session, workspace_id, policy, now):
