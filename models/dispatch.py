@@ -3,8 +3,9 @@
 ::
 
     dispatch_action(id)
-      1. one short write transaction: read the row; skip it if it is not queued; fail it
-         as missed_window if it is later than its action type allows; else claim it
+      1. a look at the row and its channel (one read); skip it if it is not queued. Then one
+         short write transaction: fail it as missed_window if it is later than its action
+         type allows (re-read under the write lock); else claim it
          (queued → submitted, attempt + 1, a fresh claim token). A claim refused for
          attempts → failed attempts_exhausted; a claim the publish guard refuses (a
          legacy duplicate) → failed duplicate_of_published.
@@ -156,8 +157,13 @@ def claim_for_send(action_id: int, context: DispatchContext, actor: Actor) -> _C
     with write_session(context.engine) as session:
         now = context.clock.now()
         if is_late(row, now, policy):
-            # The miss is guarded like every move: a row that changed since the look stays as it is.
-            return _miss(session, row.id, FailureCode.MISSED_WINDOW, late_message(row, now, policy), now, actor)
+            # The look may be stale (another worker may have claimed and reverted the row,
+            # or an admin retried it, moving its due time): decide on the row as it is now.
+            row = session.get(ScheduledAction, action_id)
+            if row is None or row.status != Status.QUEUED.value:
+                return DispatchResult(action_id, DispatchOutcome.SKIPPED, row.status if row else "not_found")
+            if is_late(row, now, policy):
+                return _miss(session, row.id, FailureCode.MISSED_WINDOW, late_message(row, now, policy), now, actor)
         try:
             outcome = lifecycle.claim(session, action_id, now=now, actor=actor, max_attempts=policy.max_attempts)
         except PublishGuardViolation:

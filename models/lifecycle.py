@@ -22,9 +22,12 @@
 Each move is one guarded ``UPDATE ... WHERE id = :id AND status IN (...) RETURNING`` plus
 its event row, in the caller's transaction. Zero rows updated means someone else got
 there first, and the move returns :class:`Refused` saying why; it never raises for that
-and never silently does nothing. A write the publish guard refuses raises
-:class:`~models.guard.PublishGuardViolation`, inside a savepoint so the caller's
-transaction stays usable.
+and never silently does nothing. A move into an active status that the database refuses
+raises :class:`~models.guard.PublishGuardViolation` (a published sibling) or
+:class:`~models.guard.DuplicateActiveAction` (another active row for the same key), and
+the caller's transaction stays usable (a savepoint on PostgreSQL; SQLite undoes only the
+statement). :class:`Moved` carries the row as the UPDATE returned it, detached from the
+session; :class:`Refused` carries the row as it was found.
 
 ``attempt_count`` counts claims: every claim adds one, revert and retry do not change it.
 """
@@ -222,15 +225,15 @@ def _guarded_execute(session: Session, statement, params):
     savepoint; SQLite's ``RAISE(ABORT)`` undoes only the statement and needs none.
     """
     try:
-        if session.get_bind().dialect.name == "postgresql":
+        if session.connection().dialect.name == "postgresql":
             with session.begin_nested():
                 return session.execute(statement, params).one_or_none()
         return session.execute(statement, params).one_or_none()
     except IntegrityError as exc:
         typed = classify_integrity_error(exc)
-        if isinstance(typed, PublishGuardViolation):
-            raise typed from exc
-        raise
+        if typed is None:
+            raise
+        raise typed from exc
 
 
 def _diagnose(session, move, action_id, *, workspace_id, now, max_attempts) -> Refused:

@@ -248,6 +248,11 @@ def retry_action(
             f"cannot retry action #{action_id}: this thing was already published to this target",
             code="already_published",
         ) from None
+    except DuplicateActiveAction:
+        raise Conflict(
+            f"cannot retry action #{action_id}: another action for this thing and target is already active",
+            code="duplicate_active",
+        ) from None
     if not outcome.ok:
         raise _refusal_error(outcome, action_id, "retry")
     return outcome.action

@@ -300,3 +300,14 @@ def test_retry_as_admin_requeues_the_same_row_due_now(app, client, world, clock)
 def test_retry_of_a_row_that_is_not_failed_is_409(client, world):
     made = create(client, world).json["id"]
     assert client.post(f"/api/v1/actions/{made}/retry", headers=world.auth()).status_code == 409
+
+
+def test_retry_beside_another_active_row_for_the_same_key_is_409_not_a_crash(app, client, world, clock):
+    failed = _failed_via_api(app, client, world, clock)
+    with app.app_context(), write_session() as session:
+        session.execute(ScheduledAction.__table__.update().where(ScheduledAction.id == failed)
+                        .values(thing_id="post-7"))
+    assert create(client, world, thing_id="post-7").status_code == 201
+    answer = client.post(f"/api/v1/actions/{failed}/retry", headers=world.auth())
+    assert answer.status_code == 409 and answer.json["error"]["code"] == "duplicate_active"
+    assert client.get(f"/api/v1/actions/{failed}", headers=world.auth()).json["status"] == "failed"
