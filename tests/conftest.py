@@ -39,7 +39,9 @@ def pytest_addoption(parser):
 
 def pytest_generate_tests(metafunc):
     if "backend" in metafunc.fixturenames:
-        metafunc.parametrize("backend", _backends(metafunc.config), scope="session")
+        only = metafunc.definition.get_closest_marker("only_backend")
+        chosen = [b for b in _backends(metafunc.config) if only is None or b in only.args]
+        metafunc.parametrize("backend", chosen, scope="session")
 
 
 def _pg_url(dbname: str) -> str:

@@ -27,7 +27,7 @@ PASSWORD = "correct horse battery"
 def live(tmp_path_factory):
     """A migrated SQLite database, the app on it, and a server on a free local port."""
     if not os.path.exists(CHROMIUM):
-        pytest.skip("Chromium is not installed at /usr/bin/chromium")
+        pytest.fail("Chromium is not installed at /usr/bin/chromium: scripts/test.sh installs it")
     from webapp import create_app
 
     path = tmp_path_factory.mktemp("browser") / "tickwork.db"

@@ -190,10 +190,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_serve_runs_the_web_and_a_consumer_restarts_a_dead_child_and_stops_cleanly(app, database_url, tmp_path,
-                                                                                  backend):
-    if backend != "sqlite":
-        pytest.skip("serve is the single-box mode: SQLite and SqliteHuey")
+@pytest.mark.only_backend("sqlite")  # serve is the single-box mode: SQLite and SqliteHuey
+def test_serve_runs_the_web_and_a_consumer_restarts_a_dead_child_and_stops_cleanly(app, database_url, tmp_path):
     port = free_port()
     env = env_for(database_url, f"sqlite:///{tmp_path / 'queue.db'}")
     workspace_id = make_channel(app)
