@@ -51,12 +51,14 @@ def consumer_command(workers, no_periodic, name):
 @click.option("--port", default=5000, show_default=True, type=int)
 @click.option("--web-workers", default=2, show_default=True, help="gunicorn worker processes")
 @click.option("--consumer-workers", default=4, show_default=True, help="consumer worker threads")
-def serve_command(host, port, web_workers, consumer_workers):
+@click.option("--consumers", default=1, show_default=True, type=click.IntRange(min=1),
+              help="consumer processes (one per core drains fastest)")
+def serve_command(host, port, web_workers, consumer_workers, consumers):
     """Run Tickwork on one box: a web process and a consumer process, restarted if they die."""
     from jobs.serve import Supervisor
 
     raise SystemExit(Supervisor.for_single_box(host=host, port=port, web_workers=web_workers,
-                                               consumer_workers=consumer_workers).run())
+                                               consumer_workers=consumer_workers, consumers=consumers).run())
 
 
 def init_app(app: Flask) -> None:

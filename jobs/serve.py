@@ -1,4 +1,4 @@
-"""``tickwork serve``: one box, two children: a web process and a consumer process.
+"""``tickwork serve``: one box: a web process and a consumer process (or one per core).
 
 A Huey consumer installs signal handlers, which only the main thread of a process may
 do, so the consumer is a child process, not a thread. The supervisor restarts a child
@@ -43,12 +43,19 @@ class Supervisor:
     stopping: bool = field(default=False)
 
     @classmethod
-    def for_single_box(cls, *, host: str, port: int, web_workers: int = 2, consumer_workers: int = 4) -> "Supervisor":
+    def for_single_box(cls, *, host: str, port: int, web_workers: int = 2, consumer_workers: int = 4,
+                       consumers: int = 1) -> "Supervisor":
+        """A web child and ``consumers`` consumer children; only the first enqueues the clock jobs
+        (any may, safely; one is enough on one box)."""
+        if consumers < 1:
+            raise ValueError("serve needs at least one consumer")
         python = sys.executable
         web = [python, "-m", "gunicorn", APP, "--bind", f"{host}:{port}", "--workers", str(web_workers),
                "--graceful-timeout", "10", "--access-logfile", "-"]
         consumer = [python, "-m", "flask", "--app", APP, "consumer", "--workers", str(consumer_workers)]
-        return cls([Child("web", web), Child("consumer", consumer)])
+        children = [Child("web", web), Child("consumer", consumer)]
+        children += [Child(f"consumer-{n}", [*consumer, "--no-periodic"]) for n in range(2, consumers + 1)]
+        return cls(children)
 
     def _on_signal(self, signum, _frame):
         self.stopping = True

@@ -1,0 +1,22 @@
+"""``tickwork serve``'s children: one web process and one consumer per ``--consumers``."""
+
+import pytest
+
+from jobs.serve import Supervisor
+
+
+def test_serve_starts_a_web_child_and_one_consumer_by_default():
+    names = [child.name for child in Supervisor.for_single_box(host="127.0.0.1", port=5000).children]
+    assert names == ["web", "consumer"]
+
+
+def test_extra_consumers_drain_but_leave_the_clock_jobs_to_the_first():
+    children = Supervisor.for_single_box(host="127.0.0.1", port=5000, consumers=3).children
+    assert [child.name for child in children] == ["web", "consumer", "consumer-2", "consumer-3"]
+    assert "--no-periodic" not in children[1].argv
+    assert all(child.argv[-1] == "--no-periodic" and "consumer" in child.argv for child in children[2:])
+
+
+def test_serve_refuses_zero_consumers():
+    with pytest.raises(ValueError):
+        Supervisor.for_single_box(host="127.0.0.1", port=5000, consumers=0)
