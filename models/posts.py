@@ -463,9 +463,7 @@ def update_post(
     edit in the same transaction (moved, inserted or withdrawn by the reconciler's rules).
     """
     post = get_post(session, workspace_id, post_id, lock=True)
-    if post.status in TERMINAL_POST_STATUSES:
-        raise Conflict(f"post #{post_id} is {post.status}; it can no longer be edited", code="wrong_state",
-                       status_now=post.status)
+    _refuse_if_terminal(post, "it can no longer be edited")
     channels = check_targets(session, workspace_id, targets) if targets is not _UNSET else post_targets(session, post.id)
     new_body = check_body(post.body if body is _UNSET else body, channels)
     new_media = check_media(media) if media is not _UNSET else post.media
@@ -499,14 +497,18 @@ def _replace_targets(session: Session, post_id: int, channels: list[Channel]) ->
     session.flush()
 
 
+def _refuse_if_terminal(post: "Post", what: str) -> None:
+    """Published and archived posts are final: refuse the change with a 409 naming the status."""
+    if post.status in TERMINAL_POST_STATUSES:
+        raise Conflict(f"post #{post.id} is {post.status}; {what}", code="wrong_state", status_now=post.status)
+
+
 def approve_post(
     session: Session, workspace_id: int, post_id: int, *, actor: Actor, now: datetime, policy: Policy
 ) -> PostChange:
     """draft → approved, and its rows are queued at once. Approving an approved post changes nothing."""
     post = get_post(session, workspace_id, post_id, lock=True)
-    if post.status in TERMINAL_POST_STATUSES:
-        raise Conflict(f"post #{post_id} is {post.status}; it cannot be approved", code="wrong_state",
-                       status_now=post.status)
+    _refuse_if_terminal(post, "it cannot be approved")
     if post.status == PostStatus.APPROVED.value:
         return PostChange(post)
     channels = post_targets(session, post.id)
@@ -526,9 +528,7 @@ def unapprove_post(
 ) -> PostChange:
     """approved → draft; its queued rows are withdrawn by the reconciler's rules (age gate included)."""
     post = get_post(session, workspace_id, post_id, lock=True)
-    if post.status in TERMINAL_POST_STATUSES:
-        raise Conflict(f"post #{post_id} is {post.status}; it cannot be unapproved", code="wrong_state",
-                       status_now=post.status)
+    _refuse_if_terminal(post, "it cannot be unapproved")
     if post.status == PostStatus.DRAFT.value:
         return PostChange(post)
     post.status = PostStatus.DRAFT.value
