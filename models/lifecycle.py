@@ -189,6 +189,8 @@ def _move(
     if source is not None:
         assert source in sources
         sources = frozenset({source})
+    # attempt_count is only ever counted up (by a claim); the cached statement encodes that.
+    assert values.get("attempt_count", INCREMENT) is INCREMENT, "attempt_count moves only by INCREMENT"
     guards = dict(guards or {})
     if workspace_id is not None:
         guards["workspace"] = {"in_workspace": workspace_id}
