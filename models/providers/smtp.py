@@ -8,7 +8,8 @@ optional ``to`` (else the target key).
 Until the DATA command the server has accepted nothing, so a failure there means not
 sent; once the message body is on the wire, a dropped connection or a timeout means the
 outcome is unknown. The Message-ID is derived from the action id, so a recipient's mail
-system can recognise a repeat.
+system can recognise a repeat. A refused login, or a server that offers no AUTH to a
+channel with a username, fails for good: another attempt would meet the same settings.
 """
 
 import smtplib
@@ -74,6 +75,10 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
                 server.ehlo()
             if config.get("username"):
                 phase = "login"
+                if not server.has_extn("auth"):
+                    return SendResult(SendOutcome.PERMANENT, f"the SMTP server at {host}:{port} does not offer AUTH, so the "
+                                      f"channel's username cannot log in (security '{security}'); use 'starttls' or 'ssl' "
+                                      "if it offers AUTH only over TLS, or remove the username")
                 server.login(config["username"], delivery.secret or "")
             phase = "envelope"
             code, text = server.mail(sender)

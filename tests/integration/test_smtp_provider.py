@@ -1,12 +1,18 @@
 """The smtp provider against a real SMTP server on loopback (aiosmtpd)."""
 
+import logging
+import smtplib
 import socket
 import time
 
 import pytest
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult
+from sqlalchemy import select
 
-from tests.integration.clock_helpers import add_actions, make_channel, row, tick
+from models.channels import Channel
+from models.database import read_session
+from tests.integration.clock_helpers import add_actions, events, make_channel, row, tick
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -15,6 +21,7 @@ def free_port() -> int:
 
 
 PAYLOAD = {"subject": "Bread", "text": "Fresh bread at nine", "to": "ann@example.com"}
+USERNAME, PASSWORD = "shop", "oven-Door-7731-secret"
 
 
 class Mailbox:
@@ -40,12 +47,27 @@ class Mailbox:
         return "250 2.0.0 Ok: queued as ABC123"
 
 
+class Logins:
+    """An aiosmtpd authenticator that accepts one username and password and records every attempt."""
+
+    def __init__(self, username: str = USERNAME, password: str = PASSWORD):
+        self.accepted = (username, password)
+        self.attempts = []
+
+    def __call__(self, server, session, envelope, mechanism, auth_data):
+        given = (auth_data.login.decode(), auth_data.password.decode())
+        ok = given == self.accepted
+        self.attempts.append((mechanism, *given, ok))
+        # handled=False lets aiosmtpd answer a refusal itself, with 535
+        return AuthResult(success=True, auth_data=auth_data) if ok else AuthResult(success=False, handled=False)
+
+
 @pytest.fixture
 def smtp_server():
     started = []
 
-    def start(handler: Mailbox):
-        controller = Controller(handler, hostname="127.0.0.1", port=free_port())
+    def start(handler: Mailbox, **options):
+        controller = Controller(handler, hostname="127.0.0.1", port=free_port(), **options)
         controller.start()
         started.append(controller)
         return controller.port
@@ -61,10 +83,20 @@ def app_config(app_config):
     return app_config
 
 
-def one_email(app, port: int) -> int:
-    workspace_id = make_channel(app, "smtp", {"host": "127.0.0.1", "port": port, "from": "shop@example.com",
-                                              "security": "none"})
+def one_email(app, port: int, *, username: str | None = None, password: str | None = None) -> int:
+    config = {"host": "127.0.0.1", "port": port, "from": "shop@example.com", "security": "none"}
+    if username:
+        config["username"] = username
+    workspace_id = make_channel(app, "smtp", config, secret=password)
     return add_actions(app, workspace_id, 1, action_type="send_email", payload=PAYLOAD)[0]
+
+
+def assert_password_kept_out(app, action_id: int, caplog, password: str = PASSWORD) -> None:
+    """The plaintext password is in neither the row, its events nor any log record."""
+    after = row(app, action_id)
+    assert password not in (after.last_error or "") and password not in (after.provider_id or "")
+    assert not [event.reason for event in events(app, action_id) if password in (event.reason or "")]
+    assert password not in caplog.text
 
 
 def test_an_accepted_message_publishes_the_row_with_its_message_id(app, smtp_server):
@@ -110,3 +142,50 @@ def test_no_answer_after_the_message_was_sent_is_an_unknown_outcome(app, smtp_se
     after = row(app, action_id)
     assert after.status == "failed" and after.failure_code == "outcome_unknown"
     time.sleep(1.2)  # let the server finish the slow DATA before it is stopped
+
+
+def test_smtp_login_uses_the_channel_secret_decrypted_at_send_time(app, smtp_server, caplog):
+    caplog.set_level(logging.DEBUG)
+    logins, mailbox = Logins(), Mailbox()
+    port = smtp_server(mailbox, authenticator=logins, auth_require_tls=False)
+    action_id = one_email(app, port, username=USERNAME, password=PASSWORD)
+    with app.app_context(), read_session() as session:
+        sealed = session.scalar(select(Channel.secret_sealed).where(Channel.kind == "smtp"))
+    assert sealed and PASSWORD not in sealed
+    tick(app)
+    sent = row(app, action_id)
+    assert sent.status == "published", sent.last_error
+    assert logins.attempts == [("PLAIN", USERNAME, PASSWORD, True)]
+    assert len(mailbox.messages) == 1
+    assert_password_kept_out(app, action_id, caplog)
+
+
+def test_a_login_the_server_refuses_fails_the_row_for_good_and_sends_nothing(app, smtp_server, caplog):
+    caplog.set_level(logging.DEBUG)
+    logins, mailbox = Logins(), Mailbox()
+    port = smtp_server(mailbox, authenticator=logins, auth_require_tls=False)
+    wrong = "not-the-oven-password-0042"
+    action_id = one_email(app, port, username=USERNAME, password=wrong)
+    tick(app)
+    failed = row(app, action_id)
+    assert failed.status == "failed" and failed.failure_code == "permanent"
+    assert "refused the login (535)" in failed.last_error and "username and password" in failed.last_error
+    assert logins.attempts and all(attempt[1:] == (USERNAME, wrong, False) for attempt in logins.attempts)
+    assert mailbox.messages == []
+    assert_password_kept_out(app, action_id, caplog, password=wrong)
+
+
+def test_a_server_that_offers_no_login_fails_a_channel_with_a_username_for_good(app, smtp_server, caplog):
+    caplog.set_level(logging.DEBUG)
+    mailbox = Mailbox()
+    port = smtp_server(mailbox)  # aiosmtpd offers AUTH only over TLS unless told otherwise
+    with smtplib.SMTP("127.0.0.1", port, timeout=2) as probe:
+        probe.ehlo()
+        assert not probe.has_extn("auth")
+    action_id = one_email(app, port, username=USERNAME, password=PASSWORD)
+    tick(app)
+    failed = row(app, action_id)
+    assert failed.status == "failed" and failed.failure_code == "permanent"
+    assert "does not offer AUTH" in failed.last_error and "username" in failed.last_error
+    assert mailbox.messages == []
+    assert_password_kept_out(app, action_id, caplog)
