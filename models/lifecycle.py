@@ -145,17 +145,25 @@ _GUARDS = {
 
 
 @lru_cache(maxsize=None)
-def _statement(sources: tuple[str, ...], target: str, set_keys: tuple[str, ...], guards: tuple[str, ...]):
-    """The move's UPDATE, built once per shape: every call after the first only binds values."""
+def _statement(sources: tuple[str, ...], target: str, set_keys: tuple[str, ...], guards: tuple[str, ...],
+               rows: str = "one"):
+    """The move's UPDATE, built once per shape: every call after the first only binds values.
+
+    ``rows`` is ``one`` (``id = :action_id``, returning the row), ``list`` (``id IN
+    :action_ids``, returning every row it moved) or ``each`` (``id = :action_id`` with no
+    RETURNING, for an executemany over many rows).
+    """
     values = {"status": target, "updated_at": _param("now", _c.updated_at)}
     for key in set_keys:
         values[key] = _c[key] + 1 if key == "attempt_count" else _param(f"set_{key}", _c[key])
-    return (
+    which = _c.id.in_(bindparam("action_ids", expanding=True)) if rows == "list" else _c.id == bindparam("action_id")
+    statement = (
         update(_table)
-        .where(_c.id == bindparam("action_id"), _c.status.in_(sources), *(_GUARDS[name]() for name in guards))
+        .where(which, _c.status.in_(sources) if len(sources) > 1 else _c.status == sources[0],
+               *(_GUARDS[name]() for name in guards))
         .values(values)
-        .returning(*_RETURNING)
     )
+    return statement if rows == "each" else statement.returning(*_RETURNING)
 
 
 _EVENT = insert(ActionEvent.__table__)
@@ -207,8 +215,37 @@ def _move(
         row = session.execute(statement, params).one_or_none()
     if row is None:
         return _diagnose(session, move, action_id, workspace_id=workspace_id, now=now, max_attempts=max_attempts)
-    session.execute(_EVENT, {
-        "action_id": row.id,
+    session.execute(_EVENT, _event(row.id, sources, target, now=now, actor=actor, reason=reason))
+    return Moved(_as_action(session, row))
+
+
+def _guarded_execute(session: Session, statement, params, *, many: bool = False):
+    """Run a move into an active status, which the publish guard may refuse.
+
+    On PostgreSQL a refused statement aborts the whole transaction, so it runs inside a
+    savepoint; SQLite's ``RAISE(ABORT)`` undoes only the statement and needs none.
+    Returns the moved row (or None), or with ``many`` every moved row.
+    """
+    def run():
+        result = session.execute(statement, params)
+        return result.all() if many else result.one_or_none()
+
+    try:
+        if session.connection().dialect.name == "postgresql":
+            with session.begin_nested():
+                return run()
+        return run()
+    except IntegrityError as exc:
+        typed = classify_integrity_error(exc)
+        if typed is None:
+            raise
+        raise typed from exc
+
+
+def _event(row_id: int, sources, target: Status, *, now: datetime, actor: Actor, reason: str | None) -> dict:
+    """An event row's values; ``from_status`` is left empty when the move could start from several."""
+    return {
+        "action_id": row_id,
         "from_status": next(iter(sources)).value if len(sources) == 1 else None,
         "to_status": target.value,
         "at": now,
@@ -216,26 +253,7 @@ def _move(
         "actor_user_id": actor.user_id,
         "clock_run_id": actor.clock_run_id,
         "reason": reason,
-    })
-    return Moved(_as_action(session, row))
-
-
-def _guarded_execute(session: Session, statement, params):
-    """Run a move into an active status, which the publish guard may refuse.
-
-    On PostgreSQL a refused statement aborts the whole transaction, so it runs inside a
-    savepoint; SQLite's ``RAISE(ABORT)`` undoes only the statement and needs none.
-    """
-    try:
-        if session.connection().dialect.name == "postgresql":
-            with session.begin_nested():
-                return session.execute(statement, params).one_or_none()
-        return session.execute(statement, params).one_or_none()
-    except IntegrityError as exc:
-        typed = classify_integrity_error(exc)
-        if typed is None:
-            raise
-        raise typed from exc
+    }
 
 
 def _diagnose(session, move, action_id, *, workspace_id, now, max_attempts) -> Refused:
@@ -259,10 +277,7 @@ def _diagnose(session, move, action_id, *, workspace_id, now, max_attempts) -> R
 
 def record_creation(session: Session, action: ScheduledAction, *, now: datetime, actor: Actor, reason: str | None = None):
     """Write the first event of a freshly inserted row (nothing → queued)."""
-    session.execute(_EVENT, {
-        "action_id": action.id, "from_status": None, "to_status": action.status, "at": now,
-        "actor": actor.label, "actor_user_id": actor.user_id, "clock_run_id": actor.clock_run_id, "reason": reason,
-    })
+    session.execute(_EVENT, _event(action.id, (), Status(action.status), now=now, actor=actor, reason=reason))
 
 
 # -- the moves ---------------------------------------------------------------------------
@@ -303,6 +318,55 @@ def publish(
         guards={"token": {"held_token": claim_token}, "worker_lost": {}},
         source=Status.FAILED,
     )
+
+
+def claim_many(
+    session: Session, action_ids: list[int], *, now: datetime, actor: Actor, max_attempts: int = MAX_ATTEMPTS
+) -> list[ScheduledAction]:
+    """queued → submitted for every due row of ``action_ids`` in one statement, under one fresh token.
+
+    The same guards as :func:`claim`; the rows it returns are the ones that flipped (a
+    token names a claim, the id tells its rows apart). A row left out changed nothing:
+    :func:`claim` it alone to learn why. If the publish guard refuses any row, the whole
+    statement is undone and :class:`~models.guard.PublishGuardViolation` is raised.
+    """
+    if not action_ids:
+        return []
+    statement = _statement((Status.QUEUED.value,), Status.SUBMITTED.value,
+                           ("attempt_count", "claim_token", "submitted_at"), ("attempts_left", "due"), rows="list")
+    params = {"action_ids": list(action_ids), "now": now, "set_claim_token": uuid.uuid4().hex,
+              "set_submitted_at": now, "max_attempts": max_attempts}
+    rows = _guarded_execute(session, statement, params, many=True)
+    if rows:
+        session.execute(_EVENT, [_event(row.id, {Status.QUEUED}, Status.SUBMITTED, now=now, actor=actor, reason=None)
+                                 for row in rows])
+    return [_as_action(session, row) for row in rows]
+
+
+def publish_many(
+    session: Session, published: list[tuple[int, str, str | None]], *, now: datetime, actor: Actor
+) -> None:
+    """submitted → published for each ``(action_id, claim_token, provider_id)``, in one executemany.
+
+    Only for rows this transaction claimed itself, which nobody else can have moved
+    since: a row that does not move is a bug, so it raises and the transaction is undone.
+    """
+    if not published:
+        return
+    statement = _statement((Status.SUBMITTED.value,), Status.PUBLISHED.value,
+                           ("failure_code", "finished_at", "last_error", "provider_id"), ("token",), rows="each")
+    result = session.execute(statement, [
+        {"action_id": action_id, "now": now, "held_token": token, "set_provider_id": provider_id,
+         "set_finished_at": now, "set_last_error": None, "set_failure_code": None}
+        for action_id, token, provider_id in published
+    ])
+    if result.rowcount != len(published):
+        raise RuntimeError(f"publish_many moved {result.rowcount} of {len(published)} rows this transaction claimed")
+    session.execute(_EVENT, [
+        _event(action_id, {Status.SUBMITTED}, Status.PUBLISHED, now=now, actor=actor,
+               reason="provider accepted" + (f" as {provider_id}" if provider_id else ""))
+        for action_id, _, provider_id in published
+    ])
 
 
 def fail(
