@@ -1,11 +1,11 @@
-"""The dispatch task, and the two ways rows reach it: the tick's fan-out and the eta hand-off."""
+"""The dispatch task, and the two ways rows reach it: the tick's fan-out and the eta hand-off, in chunks."""
 
 import logging
 from collections import Counter
 from datetime import datetime
 
 from jobs.queue import huey, task_app
-from models.dispatch import DispatchContext, DispatchOutcome, dispatch_action
+from models.dispatch import DispatchContext, DispatchOutcome, dispatch_actions
 from models.ticks import InlineDispatcher
 from webapp.runtime import runtime
 
@@ -18,13 +18,19 @@ def dispatch_context() -> DispatchContext:
 
 
 @huey.task(name="dispatch")
-def dispatch(action_id: int, clock_run_id: int | None = None):
-    """Claim one action and send it (models.dispatch); a quick retry goes back on the queue with an eta."""
+def dispatch(action_ids: list[int] | int, clock_run_id: int | None = None):
+    """Claim a chunk of actions and send them (models.dispatch); quick retries go back on the queue with an eta.
+
+    A task queued by an earlier version carries a single id; it runs the same way.
+    """
+    ids = [action_ids] if isinstance(action_ids, int) else list(action_ids)
     with task_app().app_context():
-        result = dispatch_action(action_id, dispatch_context(), clock_run_id=clock_run_id)
-        if result.outcome == DispatchOutcome.REVERTED and result.retry_at is not None:
-            hand_off_due_soon([(action_id, result.retry_at)], clock_run_id)
-        return result.label
+        results = dispatch_actions(ids, dispatch_context(), clock_run_id=clock_run_id)
+        retries = [(result.action_id, result.retry_at) for result in results
+                   if result.outcome == DispatchOutcome.REVERTED and result.retry_at is not None]
+        if retries:
+            hand_off_due_soon(retries, clock_run_id)
+        return dict(Counter(result.label for result in results))
 
 
 def hand_off_due_soon(due: list[tuple[int, datetime]], clock_run_id: int | None = None) -> None:
@@ -32,21 +38,32 @@ def hand_off_due_soon(due: list[tuple[int, datetime]], clock_run_id: int | None 
     if huey.immediate:
         return  # immediate mode never runs eta tasks; the tick takes rows when they are due
     horizon = runtime().now() + runtime().policy.tick_interval
-    huey.enqueue_many([dispatch.s(action_id, clock_run_id, eta=due_at) for action_id, due_at in due
-                       if due_at <= horizon])
+    QueueDispatcher().dispatch_at([(action_id, due_at) for action_id, due_at in due if due_at <= horizon],
+                                  clock_run_id)
+
+
+def chunks(items: list, size: int) -> list[list]:
+    return [items[start:start + size] for start in range(0, len(items), size)]
 
 
 class QueueDispatcher:
-    """Fan out: one dispatch task per due row; the consumers' claims decide who sends."""
+    """Fan out: one dispatch task per chunk of due rows; the consumers' claims decide who sends."""
 
     inline = False
 
     def dispatch_now(self, action_ids: list[int], clock_run_id: int) -> Counter:
-        huey.enqueue_many([dispatch.s(action_id, clock_run_id) for action_id in action_ids])
+        size = runtime().policy.dispatch_chunk
+        huey.enqueue_many([dispatch.s(chunk, clock_run_id) for chunk in chunks(action_ids, size)])
         return Counter({"queued": len(action_ids)})
 
-    def dispatch_at(self, due: list[tuple[int, datetime]], clock_run_id: int) -> None:
-        huey.enqueue_many([dispatch.s(action_id, clock_run_id, eta=due_at) for action_id, due_at in due])
+    def dispatch_at(self, due: list[tuple[int, datetime]], clock_run_id: int | None) -> None:
+        """Rows sharing a due time share a task (in chunks); each task's eta is that time."""
+        size = runtime().policy.dispatch_chunk
+        by_time: dict[datetime, list[int]] = {}
+        for action_id, due_at in due:
+            by_time.setdefault(due_at, []).append(action_id)
+        huey.enqueue_many([dispatch.s(chunk, clock_run_id, eta=due_at)
+                           for due_at, ids in by_time.items() for chunk in chunks(ids, size)])
 
 
 def current_dispatcher(inline: bool | None = None):

@@ -1,16 +1,25 @@
-"""Claim one due row and send it: the dispatch worker's whole job, minus the queue.
+"""Claim due rows and send them: the dispatch worker's whole job, minus the queue.
 
-::
+A queue task carries a chunk of row ids (``policy.dispatch_chunk``); one look reads them
+all with their channels, and each row then goes one of two ways::
 
-    dispatch_action(id)
-      1. a look at the row and its channel (one read); skip it if it is not queued. Then one
-         short write transaction: fail it as missed_window if it is later than its action
-         type allows (re-read under the write lock); else claim it
-         (queued → submitted, attempt + 1, a fresh claim token). A claim refused for
-         attempts → failed attempts_exhausted; a claim the publish guard refuses (a
-         legacy duplicate) → failed duplicate_of_published.
+    a provider that calls out (webhook, smtp, postmark, twilio, mastodon), one row at a time:
+      1. a fresh look at the row (one read); skip it if it is not queued. Then one short
+         write transaction: fail it as missed_window if it is later than its action type
+         allows (re-read under the write lock); else claim it (queued → submitted,
+         attempt + 1, a fresh claim token). A claim refused for attempts → failed
+         attempts_exhausted; a claim the publish guard refuses (a legacy duplicate) →
+         failed duplicate_of_published.
       2. no transaction: decrypt the channel secret and call the provider.
       3. one short write transaction: record the outcome with the claim token.
+
+    a local provider (log), the chunk's rows together, in one write transaction:
+      the same misses and claims (every on-time row in one guarded UPDATE), the
+      deliveries (one INSERT), and the outcomes: the outbox entry and the published
+      status commit together or not at all.
+
+Claiming rows that call out one at a time keeps a dead worker's damage to the one row it
+was sending: every other row of its chunk is still queued for the next tick.
 
 | provider outcome        | the row                                                                 |
 |-------------------------|-------------------------------------------------------------------------|
@@ -121,9 +130,45 @@ def _duration(delta) -> str:
     return f"{seconds}s"
 
 
+def dispatch_actions(
+    action_ids: list[int], context: DispatchContext, *, clock_run_id: int | None = None
+) -> list[DispatchResult]:
+    """Dispatch a chunk of rows (one queue task's worth); one result per id, in order.
+
+    One look at all of them first. Rows whose channel delivers into our own database go
+    through :func:`deliver_locally` together; every other row goes through
+    :func:`dispatch_action` alone, with its own look, claim, send and outcome.
+    """
+    actor = Actor.job("dispatch", clock_run_id)
+    ids = list(dict.fromkeys(action_ids))
+    with read_session(context.engine) as session:
+        found = {row.id: (row, channel) for row, channel in session.execute(_LOOK_MANY, {"action_ids": ids})}
+        session.expunge_all()
+    results: dict[int, DispatchResult] = {}
+    local: list[tuple[ScheduledAction, Channel]] = []
+    remote: list[int] = []
+    for action_id in ids:
+        if action_id not in found:
+            results[action_id] = DispatchResult(action_id, DispatchOutcome.SKIPPED, "not_found")
+        elif found[action_id][0].status != Status.QUEUED.value:
+            results[action_id] = DispatchResult(action_id, DispatchOutcome.SKIPPED, found[action_id][0].status)
+        elif _is_local(found[action_id][1].kind):
+            local.append(found[action_id])
+        else:
+            remote.append(action_id)
+    if local:
+        results.update(deliver_locally(local, context, actor))
+    for action_id in remote:
+        results[action_id] = _dispatch_one(action_id, context, actor)
+    return [results[action_id] for action_id in ids]
+
+
 def dispatch_action(action_id: int, context: DispatchContext, *, clock_run_id: int | None = None) -> DispatchResult:
     """Claim ``action_id`` and send it through its channel's provider; see the module docstring."""
-    actor = Actor.job("dispatch", clock_run_id)
+    return dispatch_actions([action_id], context, clock_run_id=clock_run_id)[0]
+
+
+def _dispatch_one(action_id: int, context: DispatchContext, actor: Actor) -> DispatchResult:
     claimed = claim_for_send(action_id, context, actor)
     if isinstance(claimed, DispatchResult):
         return claimed
@@ -132,17 +177,28 @@ def dispatch_action(action_id: int, context: DispatchContext, *, clock_run_id: i
     return record_outcome(action, channel.kind, result, context, actor)
 
 
-# The row and its channel in one query, built once.
+# The row and its channel in one query, built once; and the same for a chunk of rows.
 _LOOK = (
     select(ScheduledAction, Channel)
     .join(Channel, Channel.id == ScheduledAction.channel_id)
     .where(ScheduledAction.id == bindparam("action_id"))
 )
+_LOOK_MANY = (
+    select(ScheduledAction, Channel)
+    .join(Channel, Channel.id == ScheduledAction.channel_id)
+    .where(ScheduledAction.id.in_(bindparam("action_ids", expanding=True)))
+)
+
+
+def _is_local(kind: str) -> bool:
+    try:
+        return bool(getattr(provider_for(kind), "local", False))
+    except LookupError:
+        return False
 
 
 def claim_for_send(action_id: int, context: DispatchContext, actor: Actor) -> _Claimed | DispatchResult:
     """Step 1: look at the row, then skip it, miss it or claim it in one short write transaction."""
-    policy = context.policy
     # Look first, outside the write lock (on SQLite every writer waits its turn for it):
     # a row another worker already took is skipped here, and the write transaction holds
     # the lock only for the guarded moves themselves.
@@ -155,28 +211,94 @@ def claim_for_send(action_id: int, context: DispatchContext, actor: Actor) -> _C
             return DispatchResult(action_id, DispatchOutcome.SKIPPED, row.status)
         session.expunge_all()
     with write_session(context.engine) as session:
-        now = context.clock.now()
+        claimed = _claim_in(session, row, context.clock.now(), context.policy, actor)
+    return claimed if isinstance(claimed, DispatchResult) else _Claimed(claimed, channel)
+
+
+def _claim_in(session, row: ScheduledAction, now: datetime, policy: Policy, actor: Actor) -> ScheduledAction | DispatchResult:
+    """In the caller's write transaction: miss ``row`` if it is late, else claim it; the claimed row, or why not."""
+    action_id = row.id
+    if is_late(row, now, policy):
+        # The look may be stale (another worker may have claimed and reverted the row,
+        # or an admin retried it, moving its due time): decide on the row as it is now.
+        row = session.get(ScheduledAction, action_id, populate_existing=True)
+        if row is None or row.status != Status.QUEUED.value:
+            return DispatchResult(action_id, DispatchOutcome.SKIPPED, row.status if row else "not_found")
         if is_late(row, now, policy):
-            # The look may be stale (another worker may have claimed and reverted the row,
-            # or an admin retried it, moving its due time): decide on the row as it is now.
-            row = session.get(ScheduledAction, action_id)
-            if row is None or row.status != Status.QUEUED.value:
-                return DispatchResult(action_id, DispatchOutcome.SKIPPED, row.status if row else "not_found")
-            if is_late(row, now, policy):
-                return _miss(session, row.id, FailureCode.MISSED_WINDOW, late_message(row, now, policy), now, actor)
+            return _miss(session, row.id, FailureCode.MISSED_WINDOW, late_message(row, now, policy), now, actor)
+    try:
+        outcome = lifecycle.claim(session, action_id, now=now, actor=actor, max_attempts=policy.max_attempts)
+    except PublishGuardViolation:
+        return _miss(session, action_id, FailureCode.DUPLICATE_OF_PUBLISHED,
+                     "not sent: this thing was already published to this target", now, actor)
+    if not outcome.ok:
+        if outcome.reason is Refusal.ATTEMPTS_EXHAUSTED:
+            last = f"; last error: {outcome.action.last_error}" if outcome.action.last_error else ""
+            return _miss(session, action_id, FailureCode.ATTEMPTS_EXHAUSTED,
+                         f"not sent: all {policy.max_attempts} attempts used{last}", now, actor)
+        return DispatchResult(action_id, DispatchOutcome.SKIPPED,
+                              outcome.status if outcome.reason is Refusal.WRONG_STATE else outcome.reason.value)
+    return outcome.action
+
+
+def deliver_locally(
+    rows: list[tuple[ScheduledAction, Channel]], context: DispatchContext, actor: Actor
+) -> dict[int, DispatchResult]:
+    """Rows whose provider delivers into this database (``log``): all three steps in one transaction.
+
+    The claim of every due row in one statement, the deliveries in one write, and the
+    outcomes (``publish_many`` for the successes): the delivery and the row's published
+    status commit together or not at all, so no crash can leave one without the other.
+    Late rows, rows the bulk claim left alone and, when the publish guard refuses the
+    bulk claim, every row are claimed one by one in the same transaction.
+    """
+    policy = context.policy
+    channels = {row.id: channel for row, channel in rows}
+    results: dict[int, DispatchResult] = {}
+    with write_session(context.engine) as session:
+        now = context.clock.now()
+        on_time = [row.id for row, _ in rows if not is_late(row, now, policy)]
         try:
-            outcome = lifecycle.claim(session, action_id, now=now, actor=actor, max_attempts=policy.max_attempts)
+            claimed = lifecycle.claim_many(session, on_time, now=now, actor=actor, max_attempts=policy.max_attempts)
         except PublishGuardViolation:
-            return _miss(session, action_id, FailureCode.DUPLICATE_OF_PUBLISHED,
-                         "not sent: this thing was already published to this target", now, actor)
-        if not outcome.ok:
-            if outcome.reason is Refusal.ATTEMPTS_EXHAUSTED:
-                last = f"; last error: {outcome.action.last_error}" if outcome.action.last_error else ""
-                return _miss(session, action_id, FailureCode.ATTEMPTS_EXHAUSTED,
-                             f"not sent: all {policy.max_attempts} attempts used{last}", now, actor)
-            return DispatchResult(action_id, DispatchOutcome.SKIPPED,
-                                  outcome.status if outcome.reason is Refusal.WRONG_STATE else outcome.reason.value)
-        return _Claimed(outcome.action, channel)
+            claimed = []  # a legacy duplicate among them: the one-by-one claims below find it
+        flipped = {action.id for action in claimed}
+        for row, _ in rows:
+            if row.id not in flipped:
+                one = _claim_in(session, row, now, policy, actor)
+                if isinstance(one, DispatchResult):
+                    results[row.id] = one
+                else:
+                    claimed.append(one)
+        order = {row.id: position for position, (row, _) in enumerate(rows)}
+        claimed.sort(key=lambda action: order[action.id])  # delivered in the order the rows fell due
+        published = []
+        for action, result in zip(claimed, _deliver_in(session, claimed, channels, context, now)):
+            if result.outcome is SendOutcome.SUCCESS:
+                published.append((action.id, action.claim_token, result.provider_id))
+                results[action.id] = DispatchResult(action.id, DispatchOutcome.PUBLISHED)
+            else:
+                results[action.id] = _record_in(session, action, channels[action.id].kind, result, policy, actor, now)
+        lifecycle.publish_many(session, published, now=now, actor=actor)
+    return results
+
+
+def _deliver_in(session, claimed: list[ScheduledAction], channels: dict, context: DispatchContext,
+                now: datetime) -> list[SendResult]:
+    """The local providers' results for ``claimed``, in order; they write in ``session``."""
+    results: dict[int, SendResult] = {}
+    by_kind: dict[str, list[Delivery]] = {}
+    for action in claimed:
+        channel = channels[action.id]
+        try:
+            by_kind.setdefault(channel.kind, []).append(_delivery(action, channel, context))
+        except SecretUnreadable as exc:
+            results[action.id] = SendResult(SendOutcome.NOT_SENT, str(exc))
+    send_context = SendContext(now=now, timeout=context.policy.provider_timeout.total_seconds(), session=session)
+    for kind, deliveries in by_kind.items():
+        for delivery, result in zip(deliveries, provider_for(kind).deliver(deliveries, send_context), strict=True):
+            results[delivery.action_id] = result
+    return [results[action.id] for action in claimed]
 
 
 def _miss(session, action_id, code: FailureCode, message: str, now, actor) -> DispatchResult:
@@ -186,6 +308,16 @@ def _miss(session, action_id, code: FailureCode, message: str, now, actor) -> Di
     return DispatchResult(action_id, DispatchOutcome.SKIPPED, outcome.status or outcome.reason.value)
 
 
+def _delivery(action: ScheduledAction, channel: Channel, context: DispatchContext) -> Delivery:
+    """What the provider needs for ``action``, with the channel's secret decrypted (it may raise SecretUnreadable)."""
+    return Delivery(
+        action_id=action.id, workspace_id=action.workspace_id, channel_id=channel.id, channel_name=channel.name,
+        action_type=action.action_type, target_key=action.target_key, payload=action.payload,
+        publish_at=action.publish_at, attempt=action.attempt_count, config=dict(channel.config or {}),
+        secret=channel.secret(context.secret_box),
+    )
+
+
 def send(action: ScheduledAction, channel: Channel, context: DispatchContext) -> SendResult:
     """Step 2, outside any transaction: decrypt the secret and call the provider."""
     try:
@@ -193,16 +325,11 @@ def send(action: ScheduledAction, channel: Channel, context: DispatchContext) ->
     except LookupError as exc:
         return SendResult(SendOutcome.NOT_SENT, str(exc))
     try:
-        secret = channel.secret(context.secret_box)
+        delivery = _delivery(action, channel, context)
     except SecretUnreadable as exc:
         return SendResult(SendOutcome.NOT_SENT, str(exc))
-    delivery = Delivery(
-        action_id=action.id, workspace_id=action.workspace_id, channel_id=channel.id, channel_name=channel.name,
-        action_type=action.action_type, target_key=action.target_key, payload=action.payload,
-        publish_at=action.publish_at, attempt=action.attempt_count, config=dict(channel.config or {}), secret=secret,
-    )
     send_context = SendContext(now=context.clock.now(), timeout=context.policy.provider_timeout.total_seconds(),
-                               http=http_client() if channel.kind != "log" else None, engine=context.engine)
+                               http=http_client())
     try:
         return provider.send(delivery, send_context)
     except Exception as exc:  # a fault in a provider module: we cannot tell whether it sent
@@ -214,34 +341,38 @@ def record_outcome(
     action: ScheduledAction, channel_kind: str, result: SendResult, context: DispatchContext, actor: Actor
 ) -> DispatchResult:
     """Step 3: one short write transaction turning the provider's outcome into a move."""
-    policy = context.policy
+    with write_session(context.engine) as session:
+        return _record_in(session, action, channel_kind, result, context.policy, actor, context.clock.now())
+
+
+def _record_in(session, action: ScheduledAction, channel_kind: str, result: SendResult, policy: Policy,
+               actor: Actor, now: datetime) -> DispatchResult:
+    """In the caller's write transaction: the move the provider's outcome calls for, with the claim token."""
     token = action.claim_token
     retry_with_key = result.outcome is SendOutcome.UNKNOWN and _honours_idempotency_key(channel_kind)
-    with write_session(context.engine) as session:
-        now = context.clock.now()
-        if result.outcome is SendOutcome.SUCCESS:
-            moved = lifecycle.publish(session, action.id, claim_token=token, provider_id=result.provider_id,
-                                      now=now, actor=actor)
-            return _result(action.id, moved, DispatchOutcome.PUBLISHED)
-        if result.outcome in (SendOutcome.NOT_SENT, SendOutcome.RETRY_LATER) or retry_with_key:
-            if action.attempt_count >= policy.max_attempts:
-                code = FailureCode.OUTCOME_UNKNOWN if retry_with_key else FailureCode.ATTEMPTS_EXHAUSTED
-                moved = lifecycle.fail(session, action.id, code=code, claim_token=token, now=now, actor=actor,
-                                       message=f"all {policy.max_attempts} attempts used; last: {result.message}")
-                return _result(action.id, moved, DispatchOutcome.FAILED, code.value)
-            delay = backoff_delay(action.attempt_count, base=policy.backoff_base, cap=policy.backoff_cap,
-                                  retry_after=result.retry_after)
-            retry_at = now + delay
-            note = " (retrying with the same Idempotency-Key)" if retry_with_key else ""
-            moved = lifecycle.revert(session, action.id, claim_token=token, next_attempt_at=retry_at,
-                                     message=f"attempt {action.attempt_count}: {result.message}{note}", now=now,
-                                     actor=actor)
-            outcome = _result(action.id, moved, DispatchOutcome.REVERTED, result.outcome.value)
-            return DispatchResult(action.id, outcome.outcome, outcome.reason, retry_at if moved.ok else None)
-        code = FailureCode.PERMANENT if result.outcome is SendOutcome.PERMANENT else FailureCode.OUTCOME_UNKNOWN
-        moved = lifecycle.fail(session, action.id, code=code, claim_token=token, now=now, actor=actor,
-                               message=result.message)
-        return _result(action.id, moved, DispatchOutcome.FAILED, code.value)
+    if result.outcome is SendOutcome.SUCCESS:
+        moved = lifecycle.publish(session, action.id, claim_token=token, provider_id=result.provider_id,
+                                  now=now, actor=actor)
+        return _result(action.id, moved, DispatchOutcome.PUBLISHED)
+    if result.outcome in (SendOutcome.NOT_SENT, SendOutcome.RETRY_LATER) or retry_with_key:
+        if action.attempt_count >= policy.max_attempts:
+            code = FailureCode.OUTCOME_UNKNOWN if retry_with_key else FailureCode.ATTEMPTS_EXHAUSTED
+            moved = lifecycle.fail(session, action.id, code=code, claim_token=token, now=now, actor=actor,
+                                   message=f"all {policy.max_attempts} attempts used; last: {result.message}")
+            return _result(action.id, moved, DispatchOutcome.FAILED, code.value)
+        delay = backoff_delay(action.attempt_count, base=policy.backoff_base, cap=policy.backoff_cap,
+                              retry_after=result.retry_after)
+        retry_at = now + delay
+        note = " (retrying with the same Idempotency-Key)" if retry_with_key else ""
+        moved = lifecycle.revert(session, action.id, claim_token=token, next_attempt_at=retry_at,
+                                 message=f"attempt {action.attempt_count}: {result.message}{note}", now=now,
+                                 actor=actor)
+        outcome = _result(action.id, moved, DispatchOutcome.REVERTED, result.outcome.value)
+        return DispatchResult(action.id, outcome.outcome, outcome.reason, retry_at if moved.ok else None)
+    code = FailureCode.PERMANENT if result.outcome is SendOutcome.PERMANENT else FailureCode.OUTCOME_UNKNOWN
+    moved = lifecycle.fail(session, action.id, code=code, claim_token=token, now=now, actor=actor,
+                           message=result.message)
+    return _result(action.id, moved, DispatchOutcome.FAILED, code.value)
 
 
 def _honours_idempotency_key(kind: str) -> bool:

@@ -27,6 +27,10 @@ class Policy:
     tick_interval: timedelta = timedelta(minutes=1)
     tick_batch_size: int = 200
     tick_budget: timedelta = timedelta(seconds=50)
+    # Rows per dispatch task. A chunk shares one look, and its log-provider rows share
+    # one transaction; rows of providers that call out are still claimed and sent one
+    # at a time, so a dead worker only ever leaves the row it was sending in doubt.
+    dispatch_chunk: int = 50
     # Timeouts, in the order they must fire.
     provider_timeout: timedelta = timedelta(seconds=30)
     task_timeout: timedelta = timedelta(minutes=2)
@@ -41,8 +45,8 @@ class Policy:
     def __post_init__(self):
         if not (self.provider_timeout < self.task_timeout < self.recovery_timeout):
             raise ValueError("timeouts must be ordered: provider call < Huey task < dead-worker recovery")
-        if self.max_attempts < 1 or self.tick_batch_size < 1:
-            raise ValueError("max_attempts and tick_batch_size are at least 1")
+        if self.max_attempts < 1 or self.tick_batch_size < 1 or self.dispatch_chunk < 1:
+            raise ValueError("max_attempts, tick_batch_size and dispatch_chunk are at least 1")
 
     def lateness_allowed(self, action_type: str) -> timedelta:
         return self.max_lateness.get(action_type, self.default_max_lateness)

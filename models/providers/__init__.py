@@ -1,20 +1,36 @@
 """Providers: one small module per channel kind, each behind the interface in :mod:`.base`.
 
 Adding one: write ``models/providers/<kind>.py`` with ``kind``, ``honours_idempotency_key``
-and ``send(delivery, context) -> SendResult``, and list it in :data:`PROVIDERS`.
+and ``send(delivery, context) -> SendResult``, and list it in :data:`PROVIDERS`. A provider
+that only writes to Tickwork's own database sets ``local = True`` and offers
+``deliver(deliveries, context) -> [SendResult]`` instead (see ``log``).
 """
 
+from dataclasses import replace
+
+from models.database import write_session
 from models.providers import log, mastodon, postmark, smtp, twilio, webhook
-from models.providers.base import Delivery, Provider, SendContext, SendOutcome, SendResult
+from models.providers.base import Delivery, LocalProvider, Provider, SendContext, SendOutcome, SendResult
 
-PROVIDERS: dict[str, Provider] = {module.kind: module for module in (log, webhook, smtp, postmark, twilio, mastodon)}
+PROVIDERS: dict[str, Provider | LocalProvider] = {module.kind: module for module in (log, webhook, smtp, postmark, twilio, mastodon)}
 
 
-def provider_for(kind: str) -> Provider:
+def provider_for(kind: str) -> Provider | LocalProvider:
     try:
         return PROVIDERS[kind]
     except KeyError:
         raise LookupError(f"no provider for channel kind {kind!r}") from None
 
 
-__all__ = ["PROVIDERS", "Delivery", "Provider", "SendContext", "SendOutcome", "SendResult", "provider_for"]
+def send_alone(kind: str, delivery: Delivery, context: SendContext) -> SendResult:
+    """One delivery outside any dispatch (a channel's test send); a local provider writes in a transaction of its own."""
+    provider = provider_for(kind)
+    if not getattr(provider, "local", False):
+        return provider.send(delivery, context)
+    with write_session() as session:
+        (result,) = provider.deliver([delivery], replace(context, session=session))
+    return result
+
+
+__all__ = ["PROVIDERS", "Delivery", "LocalProvider", "Provider", "SendContext", "SendOutcome", "SendResult", "provider_for",
+           "send_alone"]

@@ -62,17 +62,33 @@ class SendContext:
 
     now: datetime
     timeout: float
-    http: Any = None  # an httpx.Client shared by the process
-    engine: Any = None  # the app database, for the log provider
+    http: Any = None  # an httpx.Client shared by the process, for providers that call out
+    session: Any = None  # the dispatch's write transaction, for a local provider
 
 
 class Provider(Protocol):
+    """A provider that calls out: one send per claimed row, with no transaction open."""
+
     kind: str
     # Whether the far end de-duplicates on our Idempotency-Key: then an unknown outcome is
     # retried with the same key instead of failing as "outcome unknown".
     honours_idempotency_key: bool
 
     def send(self, delivery: Delivery, context: SendContext) -> SendResult: ...
+
+
+class LocalProvider(Protocol):
+    """A provider whose delivery is a write to Tickwork's own database (``local = True``).
+
+    It writes inside the dispatch's transaction (``context.session``), beside the claim
+    and the outcome, so a delivery exists exactly when its row is published.
+    """
+
+    kind: str
+    local: bool
+    honours_idempotency_key: bool
+
+    def deliver(self, deliveries: list[Delivery], context: SendContext) -> list[SendResult]: ...
 
 
 def payload_text(payload: dict, *keys: str) -> str | None:

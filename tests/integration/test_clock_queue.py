@@ -18,6 +18,7 @@ from webapp.runtime import runtime
 @pytest.fixture
 def app_config(app_config, tmp_path, backend, database_url):
     app_config["TICKWORK_QUEUE_URL"] = f"sqlite:///{tmp_path / 'queue.db'}" if backend == "sqlite" else database_url
+    app_config["TICKWORK_POLICY"] = {"dispatch_chunk": 2}
     return app_config
 
 
@@ -28,7 +29,9 @@ def queue(app):
 
 
 def run_queue(app, clock) -> list:
-    """Run every queued task, and every scheduled one whose eta has come by ``clock``, as a consumer would."""
+    """Run every queued task, and every scheduled one whose eta has come by ``clock``, as a consumer would.
+
+    Each task's result is its per-outcome counts, e.g. ``{"published": 2}``."""
     until = clock.now().replace(tzinfo=None)
     results = []
     with app.app_context():
@@ -47,15 +50,38 @@ def outbox_ids(app) -> list[int]:
         return list(session.scalars(select(OutboxEntry.action_id).order_by(OutboxEntry.id)))
 
 
-def test_a_tick_fans_out_one_dispatch_task_per_due_row(app, queue, clock):
+def test_a_tick_fans_out_one_dispatch_task_per_chunk_of_due_rows(app, queue, clock):
     workspace_id = make_channel(app)
     ids = add_actions(app, workspace_id, 5)
     summary = tick(app)
     assert summary["mode"] == "queue" and summary["dispatched"] == 5
-    assert len(huey) == 5
+    tasks = [huey.deserialize_task(data) for data in huey.storage.enqueued_items()]
+    assert sorted(tuple(task.args[0]) for task in tasks) == [tuple(ids[0:2]), tuple(ids[2:4]), (ids[4],)]
     assert all(row(app, i).status == "queued" for i in ids)
-    assert run_queue(app, clock) == ["published"] * 5
+    assert run_queue(app, clock) == [{"published": 2}, {"published": 2}, {"published": 1}]
     assert sorted(outbox_ids(app)) == ids
+
+
+def test_rows_due_at_the_same_instant_share_a_task_with_that_eta(app, queue, clock):
+    workspace_id = make_channel(app)
+    together = add_actions(app, workspace_id, 3, due_in=timedelta(seconds=30), spacing=timedelta(0))
+    (later,) = add_actions(app, workspace_id, 1, due_in=timedelta(seconds=45))
+    assert tick(app)["scheduled_ahead"] == 4
+    tasks = sorted(([huey.deserialize_task(data) for data in huey.storage.enqueued_items()]),
+                   key=lambda task: (task.eta, task.args[0]))
+    at = (clock.now() + timedelta(seconds=30)).replace(tzinfo=None)
+    assert [(task.args[0], task.eta) for task in tasks] == [
+        (together[0:2], at), ([together[2]], at), ([later], at + timedelta(seconds=15))]
+
+
+def test_a_task_queued_by_an_earlier_version_with_one_id_still_runs(app, queue, clock):
+    from jobs.tasks import dispatch
+
+    workspace_id = make_channel(app)
+    (action_id,) = add_actions(app, workspace_id, 1)
+    huey.enqueue(dispatch.s(action_id, None))
+    assert run_queue(app, clock) == [{"published": 1}]
+    assert outbox_ids(app) == [action_id]
 
 
 def test_rows_due_before_the_next_tick_are_handed_over_with_their_eta(app, queue, clock):
@@ -67,7 +93,7 @@ def test_rows_due_before_the_next_tick_are_handed_over_with_their_eta(app, queue
     (task,) = [huey.deserialize_task(data) for data in huey.storage.enqueued_items()]
     assert task.eta == (clock.now() + timedelta(seconds=30)).replace(tzinfo=None)
     clock.advance(seconds=30)
-    assert run_queue(app, clock) == ["published"]
+    assert run_queue(app, clock) == [{"published": 1}]
     assert outbox_ids(app) == [soon]
 
 
@@ -78,7 +104,7 @@ def test_a_row_cancelled_between_the_tick_and_its_eta_is_skipped(app, queue, clo
     with app.app_context(), write_session() as session:
         cancel_action(session, workspace_id, action_id, now=runtime().now(), actor=Actor(label="user:ops"))
     clock.advance(seconds=40)
-    assert run_queue(app, clock) == ["skipped:cancelled"]
+    assert run_queue(app, clock) == [{"skipped:cancelled": 1}]
     assert row(app, action_id).status == "cancelled" and outbox_ids(app) == []
 
 
@@ -88,9 +114,9 @@ def test_a_write_that_makes_a_row_due_soon_hands_it_to_the_queue(app, queue, clo
     with app.app_context():
         runtime().announce_due([row(app, i) for i in ids])
     (task,) = [huey.deserialize_task(data) for data in huey.storage.enqueued_items()]
-    assert task.args[0] == ids[0]
+    assert task.args[0] == [ids[0]]
     clock.advance(seconds=20)
-    assert run_queue(app, clock) == ["published"]
+    assert run_queue(app, clock) == [{"published": 1}]
 
 
 def test_a_quick_retry_goes_back_on_the_queue_with_its_eta(app, queue, clock, httpserver):
@@ -101,11 +127,11 @@ def test_a_quick_retry_goes_back_on_the_queue_with_its_eta(app, queue, clock, ht
     workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
     (action_id,) = add_actions(app, workspace_id, 1)
     tick(app)
-    assert run_queue(app, clock) == ["reverted:retry_later"]
+    assert run_queue(app, clock) == [{"reverted:retry_later": 1}]
     retry_at = row(app, action_id).next_attempt_at
     assert huey.scheduled_count() == 1
     clock.set(retry_at)
-    assert run_queue(app, clock) == ["published"]
+    assert run_queue(app, clock) == [{"published": 1}]
 
 
 def test_immediate_mode_hands_nothing_ahead(app_config, tmp_path):

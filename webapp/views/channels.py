@@ -9,7 +9,7 @@ from models.accounts import Role
 from models.channels import Channel, ChannelKind, validate_channel
 from models.database import db, write_session
 from models.errors import InvalidInput, NotFound
-from models.providers import Delivery, SendContext, SendOutcome, provider_for
+from models.providers import Delivery, SendContext, SendOutcome, send_alone
 from webapp.runtime import runtime
 from webapp.views.context import is_htmx, render_page, require_role, viewer
 
@@ -148,8 +148,7 @@ def test_send(channel_id: int):
     )
     timeout = rt.policy.provider_timeout.total_seconds()
     with httpx.Client(timeout=timeout) as client:
-        result = provider_for(channel.kind).send(
-            delivery, SendContext(now=rt.now(), timeout=timeout, http=client, engine=db.engine))
+        result = send_alone(channel.kind, delivery, SendContext(now=rt.now(), timeout=timeout, http=client))
     ok = result.outcome is SendOutcome.SUCCESS
     summary = dict(ok=ok, outcome=result.outcome.value, message=result.message, provider_id=result.provider_id)
     if is_htmx():

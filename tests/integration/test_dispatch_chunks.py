@@ -1,0 +1,194 @@
+"""A dispatch task's chunk of rows: local deliveries commit with their rows, rows that call out go one at a time."""
+
+from datetime import timedelta
+
+from sqlalchemy import func, insert, select, text
+
+import pytest
+
+from models import lifecycle
+from models.actions import ActionEvent, ScheduledAction
+from models.database import read_session, write_session
+from models.dispatch import DispatchContext, dispatch_actions
+from models.lifecycle import Actor
+from models.outbox import OutboxEntry
+from tests.integration.clock_helpers import add_actions, events, make_channel, row, rows
+from webapp.runtime import runtime
+
+JOB = Actor.job("test")
+
+
+def dispatch(app, ids):
+    with app.app_context():
+        rt = runtime()
+        return dispatch_actions(ids, DispatchContext(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box))
+
+
+def outbox_ids(app) -> list[int]:
+    with app.app_context(), read_session() as session:
+        return list(session.scalars(select(OutboxEntry.action_id).order_by(OutboxEntry.id)))
+
+
+def claims_of(app, ids) -> int:
+    with app.app_context(), read_session() as session:
+        return session.scalar(select(func.count()).select_from(ActionEvent).where(
+            ActionEvent.action_id.in_(ids), ActionEvent.to_status == "submitted"))
+
+
+# -- the lifecycle's bulk moves -------------------------------------------------------------
+
+
+def test_claim_many_claims_only_the_due_queued_rows_with_attempts_left_under_one_token(app, clock):
+    workspace_id = make_channel(app)
+    due = add_actions(app, workspace_id, 3)
+    (later,) = add_actions(app, workspace_id, 1, due_in=timedelta(minutes=5))
+    (spent,) = add_actions(app, workspace_id, 1)
+    with app.app_context(), write_session() as session:
+        session.query(ScheduledAction).filter_by(id=spent).update({"attempt_count": 5})
+    with app.app_context(), write_session() as session:
+        claimed = lifecycle.claim_many(session, due + [later, spent], now=clock.now(), actor=JOB)
+    assert sorted(action.id for action in claimed) == due
+    assert len({action.claim_token for action in claimed}) == 1
+    assert all(action.status == "submitted" and action.attempt_count == 1 for action in claimed)
+    after = rows(app, due + [later, spent])
+    assert [after[i].status for i in due] == ["submitted"] * 3
+    assert after[later].status == "queued" and after[spent].status == "queued"
+    assert [e.to_status for e in events(app, due[0])] == ["queued", "submitted"]
+    assert [e.to_status for e in events(app, later)] == ["queued"]
+
+
+def test_claim_many_refused_by_the_publish_guard_changes_nothing(app, clock):
+    from models.guard import PublishGuardViolation
+
+    workspace_id = make_channel(app)
+    ids = add_actions(app, workspace_id, 3, thing_prefix="post")
+    _publish_a_legacy_sibling_of(app, ids[1])
+    with app.app_context(), write_session() as session:
+        with pytest.raises(PublishGuardViolation):
+            lifecycle.claim_many(session, ids, now=clock.now(), actor=JOB)
+        assert session.scalar(select(func.count()).select_from(ScheduledAction)
+                              .where(ScheduledAction.status == "submitted")) == 0
+    assert claims_of(app, ids) == 0
+
+
+def test_publish_many_refuses_a_row_this_transaction_did_not_claim(app, clock):
+    workspace_id = make_channel(app)
+    (action_id,) = add_actions(app, workspace_id, 1)
+    with app.app_context(), pytest.raises(RuntimeError, match="moved 0 of 1"):
+        with write_session() as session:
+            lifecycle.publish_many(session, [(action_id, "not-the-token", "x")], now=clock.now(), actor=JOB)
+    assert row(app, action_id).status == "queued" and len(events(app, action_id)) == 1
+
+
+# -- local deliveries -----------------------------------------------------------------------
+
+
+def test_a_chunk_of_log_rows_is_claimed_delivered_and_published_together(app, clock):
+    workspace_id = make_channel(app)
+    ids = add_actions(app, workspace_id, 5)
+    results = dispatch(app, ids)
+    assert [(r.action_id, r.label) for r in results] == [(i, "published") for i in ids]
+    assert outbox_ids(app) == ids
+    after = rows(app, ids)
+    assert all(after[i].status == "published" and after[i].provider_id.startswith("outbox:") for i in ids)
+    assert [e.to_status for e in events(app, ids[0])] == ["queued", "submitted", "published"]
+
+
+def test_a_log_delivery_that_cannot_be_written_leaves_its_whole_chunk_queued_and_unsent(app, clock, backend):
+    """The outbox entry and the published status commit together: a failed write undoes the claims too."""
+    workspace_id = make_channel(app)
+    ids = add_actions(app, workspace_id, 3)
+    _refuse_outbox_entries_for(app, backend, ids[2])
+    with pytest.raises(Exception, match="disk full"):
+        dispatch(app, ids)
+    after = rows(app, ids)
+    assert [after[i].status for i in ids] == ["queued"] * 3
+    assert all(after[i].attempt_count == 0 for i in ids)
+    assert outbox_ids(app) == [] and claims_of(app, ids) == 0
+
+
+def test_a_chunk_sorts_late_spent_duplicate_and_taken_rows_from_the_ones_it_sends(app, clock):
+    workspace_id = make_channel(app)
+    (late,) = add_actions(app, workspace_id, 1, action_type="send_sms", due_in=-timedelta(hours=2))
+    (spent,) = add_actions(app, workspace_id, 1, thing_prefix="spent")
+    (duplicate,) = add_actions(app, workspace_id, 1, thing_prefix="dup")
+    (taken,) = add_actions(app, workspace_id, 1, thing_prefix="taken")
+    fine = add_actions(app, workspace_id, 2, thing_prefix="fine")
+    with app.app_context(), write_session() as session:
+        session.query(ScheduledAction).filter_by(id=spent).update({"attempt_count": 5})
+        assert lifecycle.claim(session, taken, now=clock.now(), actor=JOB).ok
+    _publish_a_legacy_sibling_of(app, duplicate)
+    chunk = [late, spent, duplicate, taken] + fine
+    results = {r.action_id: r.label for r in dispatch(app, chunk)}
+    assert results == {late: "missed:missed_window", spent: "missed:attempts_exhausted",
+                       duplicate: "missed:duplicate_of_published", taken: "skipped:submitted",
+                       fine[0]: "published", fine[1]: "published"}
+    assert outbox_ids(app) == fine
+    after = rows(app, chunk)
+    assert after[duplicate].failure_code == "duplicate_of_published"
+    assert after[taken].status == "submitted"
+
+
+# -- rows that call out ---------------------------------------------------------------------
+
+
+def test_a_chunk_mixing_local_and_remote_rows_sends_each_its_own_way(app, clock, httpserver):
+    httpserver.expect_request("/hook", method="POST").respond_with_json({"id": "r-1"})
+    log_ws = make_channel(app)
+    hook_ws = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")}, workspace="Hooks")
+    logged = add_actions(app, log_ws, 2)
+    hooked = add_actions(app, hook_ws, 2)
+    chunk = [hooked[0], logged[0], hooked[1], logged[1]]
+    results = dispatch(app, chunk)
+    assert [r.action_id for r in results] == chunk and {r.label for r in results} == {"published"}
+    assert sorted(outbox_ids(app)) == logged
+    assert len(httpserver.log) == 2
+
+
+def test_rows_that_call_out_are_claimed_one_at_a_time_as_each_is_sent(app, clock, httpserver):
+    """A worker that dies mid-chunk leaves only the row it was sending submitted; the rest stay queued."""
+    workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
+    ids = add_actions(app, workspace_id, 3)
+    seen = []
+
+    def answer(request):
+        from werkzeug import Response
+
+        seen.append({i: r.status for i, r in rows(app, ids).items()})
+        return Response("{}", status=200, content_type="application/json")
+
+    httpserver.expect_request("/hook").respond_with_handler(answer)
+    dispatch(app, ids)
+    assert seen == [
+        {ids[0]: "submitted", ids[1]: "queued", ids[2]: "queued"},
+        {ids[0]: "published", ids[1]: "submitted", ids[2]: "queued"},
+        {ids[0]: "published", ids[1]: "published", ids[2]: "submitted"},
+    ]
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _publish_a_legacy_sibling_of(app, action_id: int) -> None:
+    """A published row for the same thing and target, as an older version could have left beside a queued one."""
+    queued = row(app, action_id)
+    with app.app_context(), write_session() as session:
+        values = {c: getattr(queued, c) for c in ("workspace_id", "action_type", "thing_id", "target_key",
+                                                   "channel_id", "payload", "publish_at", "origin",
+                                                   "created_at", "updated_at")}
+        session.execute(insert(ScheduledAction).values(**values, status="published", attempt_count=1))
+
+
+def _refuse_outbox_entries_for(app, backend: str, action_id: int) -> None:
+    """A real write failure inside the database: a trigger that refuses one action's outbox entry."""
+    with app.app_context(), write_session() as session:
+        if backend == "sqlite":
+            session.execute(text(
+                "CREATE TRIGGER refuse_outbox BEFORE INSERT ON outbox_entries "
+                f"WHEN NEW.action_id = {int(action_id)} BEGIN SELECT RAISE(ABORT, 'disk full'); END"))
+        else:
+            session.execute(text(
+                "CREATE FUNCTION refuse_outbox() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                f"IF NEW.action_id = {int(action_id)} THEN RAISE EXCEPTION 'disk full'; END IF; RETURN NEW; END $$"))
+            session.execute(text("CREATE TRIGGER refuse_outbox BEFORE INSERT ON outbox_entries "
+                                 "FOR EACH ROW EXECUTE FUNCTION refuse_outbox()"))
