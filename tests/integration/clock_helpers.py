@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 
 from models.actions import ActionEvent, Origin, ScheduledAction
 from models.channels import Channel
@@ -73,3 +73,13 @@ def make_channel(app, kind: str = "log", config: dict | None = None, secret: str
             channel.set_secret(rt.secret_box, secret)
             session.add(channel)
             return ws.id
+
+
+def publish_a_legacy_sibling_of(app, action_id: int) -> None:
+    """A published row for the same thing and target, as an older version could have left beside a queued one."""
+    queued = row(app, action_id)
+    with app.app_context(), write_session() as session:
+        values = {c: getattr(queued, c) for c in ("workspace_id", "action_type", "thing_id", "target_key",
+                                                   "channel_id", "payload", "publish_at", "origin",
+                                                   "created_at", "updated_at")}
+        session.execute(insert(ScheduledAction).values(**values, status="published", attempt_count=1))

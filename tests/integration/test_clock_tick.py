@@ -4,7 +4,7 @@ import json
 import threading
 from datetime import timedelta
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 from werkzeug import Response
 
 from models import lifecycle
@@ -15,7 +15,8 @@ from models.lifecycle import Actor
 from models.outbox import OutboxEntry
 from models.scheduling import retry_action
 from models.ticks import recover_lost_workers
-from tests.integration.clock_helpers import add_actions, events, make_channel, row, rows, tick
+from tests.integration.clock_helpers import (add_actions, events, make_channel, publish_a_legacy_sibling_of, row,
+                                             rows, tick)
 from webapp.runtime import runtime
 
 import pytest
@@ -197,12 +198,7 @@ def test_a_lost_workers_late_success_still_publishes_the_row(app, clock, httpser
 
 def test_a_legacy_duplicate_beside_a_published_sibling_is_failed_not_retried_every_tick(app, clock, workspace):
     (action_id,) = add_actions(app, workspace, 1, thing_prefix="post-7")
-    queued = row(app, action_id)
-    with app.app_context(), write_session() as session:
-        values = {c: getattr(queued, c) for c in ("workspace_id", "action_type", "thing_id", "target_key",
-                                                   "channel_id", "payload", "publish_at", "origin",
-                                                   "created_at", "updated_at")}
-        session.execute(insert(ScheduledAction).values(**values, status="published", attempt_count=1))
+    publish_a_legacy_sibling_of(app, action_id)
     summary = tick(app)
     after = row(app, action_id)
     assert after.status == "failed" and after.failure_code == "duplicate_of_published"

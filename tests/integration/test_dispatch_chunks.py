@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from sqlalchemy import func, insert, select, text
+from sqlalchemy import func, select, text
 
 import pytest
 
@@ -12,7 +12,7 @@ from models.database import read_session, write_session
 from models.dispatch import DispatchContext, dispatch_actions
 from models.lifecycle import Actor
 from models.outbox import OutboxEntry
-from tests.integration.clock_helpers import add_actions, events, make_channel, row, rows
+from tests.integration.clock_helpers import add_actions, events, make_channel, publish_a_legacy_sibling_of, row, rows
 from webapp.runtime import runtime
 
 JOB = Actor.job("test")
@@ -62,7 +62,7 @@ def test_claim_many_refused_by_the_publish_guard_changes_nothing(app, clock):
 
     workspace_id = make_channel(app)
     ids = add_actions(app, workspace_id, 3, thing_prefix="post")
-    _publish_a_legacy_sibling_of(app, ids[1])
+    publish_a_legacy_sibling_of(app, ids[1])
     with app.app_context(), write_session() as session:
         with pytest.raises(PublishGuardViolation):
             lifecycle.claim_many(session, ids, now=clock.now(), actor=JOB)
@@ -117,7 +117,7 @@ def test_a_chunk_sorts_late_spent_duplicate_and_taken_rows_from_the_ones_it_send
     with app.app_context(), write_session() as session:
         session.query(ScheduledAction).filter_by(id=spent).update({"attempt_count": 5})
         assert lifecycle.claim(session, taken, now=clock.now(), actor=JOB).ok
-    _publish_a_legacy_sibling_of(app, duplicate)
+    publish_a_legacy_sibling_of(app, duplicate)
     chunk = [late, spent, duplicate, taken] + fine
     results = {r.action_id: r.label for r in dispatch(app, chunk)}
     assert results == {late: "missed:missed_window", spent: "missed:attempts_exhausted",
@@ -167,16 +167,6 @@ def test_rows_that_call_out_are_claimed_one_at_a_time_as_each_is_sent(app, clock
 
 
 # -- helpers ----------------------------------------------------------------------------------
-
-
-def _publish_a_legacy_sibling_of(app, action_id: int) -> None:
-    """A published row for the same thing and target, as an older version could have left beside a queued one."""
-    queued = row(app, action_id)
-    with app.app_context(), write_session() as session:
-        values = {c: getattr(queued, c) for c in ("workspace_id", "action_type", "thing_id", "target_key",
-                                                   "channel_id", "payload", "publish_at", "origin",
-                                                   "created_at", "updated_at")}
-        session.execute(insert(ScheduledAction).values(**values, status="published", attempt_count=1))
 
 
 def _refuse_outbox_entries_for(app, backend: str, action_id: int) -> None:
