@@ -20,7 +20,12 @@ __all__ = ["huey", "init_app"]
 
 
 def init_app(app: Flask) -> None:
-    huey.configure(app.config["TICKWORK_QUEUE_URL"])
+    from webapp.config import ConfigurationError
+
+    try:
+        huey.configure(app.config["TICKWORK_QUEUE_URL"])
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
     bind_app(app)
     periodic.register_periodic_tasks()
     hooks = app.extensions["tickwork"].on_due_soon

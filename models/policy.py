@@ -45,8 +45,10 @@ class Policy:
     def __post_init__(self):
         if not (self.provider_timeout < self.task_timeout < self.recovery_timeout):
             raise ValueError("timeouts must be ordered: provider call < Huey task < dead-worker recovery")
-        if self.max_attempts < 1 or self.tick_batch_size < 1 or self.dispatch_chunk < 1:
-            raise ValueError("max_attempts, tick_batch_size and dispatch_chunk are at least 1")
+        if self.max_attempts < 1 or self.tick_batch_size < 1:
+            raise ValueError("max_attempts and tick_batch_size are at least 1")
+        if not 1 <= self.dispatch_chunk <= 1000:
+            raise ValueError("dispatch_chunk is from 1 to 1000 rows")
 
     def lateness_allowed(self, action_type: str) -> timedelta:
         return self.max_lateness.get(action_type, self.default_max_lateness)
@@ -57,8 +59,29 @@ class Policy:
         cleaned = {}
         for key, value in overrides.items():
             if key not in known:
-                raise ValueError(f"unknown policy setting {key!r}")
-            if isinstance(getattr(self, key), timedelta) and isinstance(value, (int, float)):
-                value = timedelta(seconds=value)
-            cleaned[key] = value
+                raise ValueError(f"unknown policy setting {key!r}; known: {', '.join(sorted(known))}")
+            cleaned[key] = _setting(key, getattr(self, key), value)
         return replace(self, **cleaned)
+
+
+def _seconds(key: str, value) -> timedelta:
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return timedelta(seconds=value)
+    raise ValueError(f"{key} is a number of seconds, not {value!r}")
+
+
+def _setting(key: str, current, value):
+    """``value`` for setting ``key`` in the type its default has, or ValueError naming the setting."""
+    if isinstance(current, timedelta):
+        return _seconds(key, value)
+    if isinstance(current, int):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ValueError(f"{key} is a whole number, not {value!r}")
+    if isinstance(current, dict):
+        if not isinstance(value, dict):
+            raise ValueError(f"{key} maps action types to seconds, not {value!r}")
+        return {kind: _seconds(f"{key}[{kind!r}]", seconds) for kind, seconds in value.items()}
+    return value

@@ -184,4 +184,10 @@ cli = FlaskGroup(create_app=_create_app, add_version_option=False, help="Tickwor
 
 
 def main():
-    cli.main(prog_name="tickwork")
+    from webapp.config import ConfigurationError
+
+    try:
+        cli.main(prog_name="tickwork")
+    except ConfigurationError as exc:
+        click.echo(f"tickwork: {exc}", err=True)
+        raise SystemExit(2) from None

@@ -8,6 +8,10 @@ from pathlib import Path
 from models.policy import Policy
 
 
+class ConfigurationError(Exception):
+    """A setting Tickwork cannot start with; the message names the setting and what it expects."""
+
+
 def _secret_key(instance_path: Path) -> str:
     """TICKWORK_SECRET_KEY, or one generated into the instance folder on first run."""
     from_env = os.environ.get("TICKWORK_SECRET_KEY")
@@ -39,7 +43,7 @@ def default_settings(instance_path: str) -> dict:
         or f"sqlite:///{instance / 'tickwork.db'}",
         "TICKWORK_QUEUE_URL": os.environ.get("TICKWORK_QUEUE_URL") or _default_queue_url(instance),
         "SECRET_KEY": None,  # filled after the test mapping, so tests never touch the instance folder
-        "TICKWORK_POLICY": json.loads(os.environ.get("TICKWORK_POLICY_JSON") or "{}"),
+        "TICKWORK_POLICY": _policy_overrides(os.environ.get("TICKWORK_POLICY_JSON") or "{}"),
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "SESSION_COOKIE_SECURE": os.environ.get("TICKWORK_COOKIE_SECURE", "0") == "1",
@@ -53,11 +57,31 @@ def finish_settings(config: dict, instance_path: str) -> None:
     if not config.get("SECRET_KEY"):
         config["SECRET_KEY"] = _secret_key(Path(instance_path))
     uri = config["SQLALCHEMY_DATABASE_URI"]
+    check_database_url(uri)
     if uri.startswith("postgresql://") or uri.startswith("postgres://"):
         config["SQLALCHEMY_DATABASE_URI"] = "postgresql+psycopg://" + uri.split("://", 1)[1]
     if uri.startswith("sqlite:///"):
         Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
 
 
+def _policy_overrides(text: str) -> dict:
+    try:
+        overrides = json.loads(text)
+    except ValueError as exc:
+        raise ConfigurationError(f"TICKWORK_POLICY_JSON is not valid JSON: {exc}") from None
+    if not isinstance(overrides, dict):
+        raise ConfigurationError("TICKWORK_POLICY_JSON must be a JSON object, such as {\"dispatch_chunk\": 20}")
+    return overrides
+
+
 def build_policy(overrides: dict) -> Policy:
-    return Policy().with_overrides(overrides or {})
+    try:
+        return Policy().with_overrides(overrides or {})
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"TICKWORK_POLICY_JSON: {exc}") from None
+
+
+def check_database_url(uri: str) -> None:
+    if not uri.startswith(("sqlite://", "postgresql://", "postgres://", "postgresql+psycopg://")):
+        raise ConfigurationError(f"TICKWORK_DATABASE_URL {uri.split('://', 1)[0]}://...: expected sqlite:///path "
+                                 "or postgresql://user@host/database")

@@ -89,3 +89,25 @@ def test_the_installed_command_reports_errors_without_a_traceback(database_url):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr and "not an IANA time zone" in result.stderr
+
+
+@pytest.mark.parametrize("setting, value, fragment", [
+    ("TICKWORK_POLICY_JSON", "{dispatch", "TICKWORK_POLICY_JSON is not valid JSON"),
+    ("TICKWORK_POLICY_JSON", "[1]", "must be a JSON object"),
+    ("TICKWORK_POLICY_JSON", '{"dispatch_chunk": 0}', "dispatch_chunk is from 1 to 1000 rows"),
+    ("TICKWORK_POLICY_JSON", '{"tick_budget": "soon"}', "tick_budget is a number of seconds"),
+    ("TICKWORK_POLICY_JSON", '{"recovery_timeout": 1}', "timeouts must be ordered"),
+    ("TICKWORK_POLICY_JSON", '{"nope": 1}', "unknown policy setting 'nope'"),
+    ("TICKWORK_QUEUE_URL", "ftp://queue", "TICKWORK_QUEUE_URL 'ftp://queue': expected"),
+    ("TICKWORK_DATABASE_URL", "mysql://db/x", "TICKWORK_DATABASE_URL mysql://...: expected"),
+])
+@pytest.mark.only_backend("sqlite")  # read before any database is opened
+def test_a_setting_tickwork_cannot_start_with_is_one_clear_line_and_exit_2(database_url, setting, value, fragment):
+    tickwork = shutil.which("tickwork", path=str(ROOT / ".venv" / "bin")) or shutil.which("tickwork")
+    env = dict(os.environ, TICKWORK_DATABASE_URL=database_url, TICKWORK_SECRET_KEY=TEST_SECRET,
+               TICKWORK_QUEUE_URL="immediate")
+    env[setting] = value
+    result = subprocess.run([tickwork, "tick"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and fragment in result.stderr
+    assert result.stderr.strip().count("\n") == 0

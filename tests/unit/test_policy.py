@@ -1,0 +1,31 @@
+"""The policy: defaults, overrides in seconds, and settings it refuses."""
+
+from datetime import timedelta
+
+import pytest
+
+from models.policy import Policy
+
+
+def test_overrides_take_seconds_for_durations_and_whole_numbers_for_counts():
+    policy = Policy().with_overrides({"recovery_timeout": 900, "dispatch_chunk": 20,
+                                      "max_lateness": {"send_sms": 120}})
+    assert policy.recovery_timeout == timedelta(minutes=15) and policy.dispatch_chunk == 20
+    assert policy.lateness_allowed("send_sms") == timedelta(minutes=2)
+    assert policy.lateness_allowed("publish_post") == policy.default_max_lateness
+
+
+@pytest.mark.parametrize("overrides, fragment", [
+    ({"provider_timeout": 300}, "timeouts must be ordered"),
+    ({"dispatch_chunk": 0}, "dispatch_chunk is from 1 to 1000"),
+    ({"dispatch_chunk": 5000}, "dispatch_chunk is from 1 to 1000"),
+    ({"dispatch_chunk": 2.5}, "dispatch_chunk is a whole number"),
+    ({"max_attempts": True}, "max_attempts is a whole number"),
+    ({"tick_budget": -1}, "tick_budget is a number of seconds"),
+    ({"max_lateness": 60}, "max_lateness maps action types to seconds"),
+    ({"max_lateness": {"send_sms": "1h"}}, "max_lateness['send_sms'] is a number of seconds"),
+    ({"speed": "fast"}, "unknown policy setting 'speed'"),
+])
+def test_a_setting_out_of_range_or_of_the_wrong_type_is_refused_by_name(overrides, fragment):
+    with pytest.raises(ValueError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
+        Policy().with_overrides(overrides)
