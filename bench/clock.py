@@ -427,10 +427,12 @@ def render() -> str:
     stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     lines = ["## Clock", "",
              f"`bench/clock.py`. Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-             f"{platform.python_version()}; PostgreSQL 15 on the same box with durable commits (fsync on), SQLite in WAL mode. Other "
-             "work (test suites, a browser) was running on the box at the same time, and a durable commit cost "
-             "anywhere from 0.5 to 3.4 ms from one run to the next, so treat the figures as lower bounds and "
-             "compare only figures from the same run.", ""]
+             f"{platform.python_version()}; PostgreSQL 15 on the same box with durable commits (fsync on), SQLite in WAL mode. "
+             "This box's speed varies from run to run (a durable commit cost anywhere from 0.5 to 3.4 ms, the raw "
+             "SQLite loop ran at 2,600 to 6,700 rows/s from one run to the next), so compare only figures from the same "
+             "run. When each was measured: "
+             + "; ".join(f"{key.replace(':', ' ')} {value['measured']}" for key, value in sorted(stored.items())
+                         if "measured" in value) + ".", ""]
     drains = [stored[k] for k in sorted(stored, key=lambda k: (stored[k].get("consumers", 1), k))
               if k.startswith("drain:")]
     if drains:
