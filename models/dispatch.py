@@ -64,6 +64,7 @@ class DispatchOutcome:
     FAILED = "failed"  # reason: the failure code
     MISSED = "missed"  # failed before any claim: reason missed_window / duplicate_of_published / attempts_exhausted
     SKIPPED = "skipped"  # nothing done: reason not_found / cancelled / submitted / published / failed / not_due
+    DEFERRED = "deferred"  # not touched: its task ran out of time before reaching it; back on the queue
 
 
 @dataclass(frozen=True)
@@ -131,14 +132,21 @@ def _duration(delta) -> str:
 
 
 def dispatch_actions(
-    action_ids: list[int], context: DispatchContext, *, clock_run_id: int | None = None
+    action_ids: list[int], context: DispatchContext, *, clock_run_id: int | None = None, timed: bool = False
 ) -> list[DispatchResult]:
     """Dispatch a chunk of rows (one queue task's worth); one result per id, in order.
 
     One look at all of them first. Rows whose channel delivers into our own database go
     through :func:`deliver_locally` together; every other row goes through
     :func:`dispatch_action` alone, with its own look, claim, send and outcome.
+
+    ``timed`` (a queue task) bounds the chunk by ``policy.task_timeout``: once that much
+    time has passed, the rows not yet started are left untouched and come back
+    ``deferred``, for the caller to queue again. A slow provider then holds a worker for
+    about one task timeout, never for a whole chunk of provider timeouts, and a row that
+    was started always finishes: nothing is cut off in the middle of a send.
     """
+    started = context.clock.now()
     actor = Actor.job("dispatch", clock_run_id)
     ids = list(dict.fromkeys(action_ids))
     with read_session(context.engine) as session:
@@ -159,7 +167,10 @@ def dispatch_actions(
     if local:
         results.update(deliver_locally(local, context, actor))
     for action_id in remote:
-        results[action_id] = _dispatch_one(action_id, context, actor)
+        if timed and context.clock.now() - started >= context.policy.task_timeout:
+            results[action_id] = DispatchResult(action_id, DispatchOutcome.DEFERRED)
+        else:
+            results[action_id] = _dispatch_one(action_id, context, actor)
     return [results[action_id] for action_id in ids]
 
 

@@ -31,7 +31,9 @@ class Policy:
     # one transaction; rows of providers that call out are still claimed and sent one
     # at a time, so a dead worker only ever leaves the row it was sending in doubt.
     dispatch_chunk: int = 50
-    # Timeouts, in the order they must fire.
+    # Timeouts, in the order they must fire. A dispatch task starts no new send once it has
+    # run for task_timeout (the rows left go back on the queue), so a task lasts at most
+    # about task_timeout + provider_timeout.
     provider_timeout: timedelta = timedelta(seconds=30)
     task_timeout: timedelta = timedelta(minutes=2)
     recovery_timeout: timedelta = timedelta(minutes=10)

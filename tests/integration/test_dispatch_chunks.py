@@ -182,3 +182,40 @@ def _refuse_outbox_entries_for(app, backend: str, action_id: int) -> None:
                 f"IF NEW.action_id = {int(action_id)} THEN RAISE EXCEPTION 'disk full'; END IF; RETURN NEW; END $$"))
             session.execute(text("CREATE TRIGGER refuse_outbox BEFORE INSERT ON outbox_entries "
                                  "FOR EACH ROW EXECUTE FUNCTION refuse_outbox()"))
+
+
+def _slow_receiver(httpserver, clock, seconds: float) -> None:
+    """A webhook receiver each call of which takes ``seconds`` of the test clock."""
+    from werkzeug import Response
+
+    def answer(request):
+        clock.advance(seconds=seconds)
+        return Response("{}", status=200, content_type="application/json")
+
+    httpserver.expect_request("/hook").respond_with_handler(answer)
+
+
+def test_a_timed_chunk_starts_no_send_after_the_task_timeout_and_leaves_the_rest_untouched(app, clock, httpserver):
+    """provider call < task < recovery: a slow provider holds a worker for about one task timeout."""
+    app.extensions["tickwork"].policy = app.extensions["tickwork"].policy.with_overrides(
+        {"provider_timeout": 5, "task_timeout": 10, "recovery_timeout": 60})
+    _slow_receiver(httpserver, clock, 6)
+    workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
+    ids = add_actions(app, workspace_id, 4)
+    with app.app_context():
+        rt = runtime()
+        context = DispatchContext(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box)
+        results = dispatch_actions(ids, context, timed=True)
+    assert [r.label for r in results] == ["published", "published", "deferred", "deferred"]
+    after = rows(app, ids)
+    assert [after[i].status for i in ids] == ["published", "published", "queued", "queued"]
+    assert claims_of(app, ids[2:]) == 0 and len(httpserver.log) == 2
+
+
+def test_an_untimed_chunk_sends_every_row(app, clock, httpserver):
+    app.extensions["tickwork"].policy = app.extensions["tickwork"].policy.with_overrides(
+        {"provider_timeout": 5, "task_timeout": 10, "recovery_timeout": 60})
+    _slow_receiver(httpserver, clock, 6)
+    workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
+    ids = add_actions(app, workspace_id, 3)
+    assert [r.label for r in dispatch(app, ids)] == ["published"] * 3
