@@ -19,21 +19,20 @@ def dispatch_context() -> DispatchContext:
 
 @huey.task(name="dispatch")
 def dispatch(action_ids: list[int] | int, clock_run_id: int | None = None):
-    """Claim a chunk of actions and send them (models.dispatch); quick retries go back on the queue with an eta,
-    and rows the task had no time left for go back at once.
+    """Claim a chunk of actions and send them (models.dispatch). Past the first row that calls out, such
+    rows go back on the queue at once as tasks of their own; quick retries go back with an eta.
 
     A task queued by an earlier version carries a single id; it runs the same way.
     """
     ids = [action_ids] if isinstance(action_ids, int) else list(action_ids)
     with task_app().app_context():
-        results = dispatch_actions(ids, dispatch_context(), clock_run_id=clock_run_id, timed=True)
+        results = dispatch_actions(ids, dispatch_context(), clock_run_id=clock_run_id,
+                                   defer=lambda rest: huey.enqueue_many([dispatch.s([action_id], clock_run_id)
+                                                                        for action_id in rest]))
         retries = [(result.action_id, result.retry_at) for result in results
                    if result.outcome == DispatchOutcome.REVERTED and result.retry_at is not None]
         if retries:
             hand_off_due_soon(retries, clock_run_id)
-        deferred = [result.action_id for result in results if result.outcome == DispatchOutcome.DEFERRED]
-        if deferred:  # the task's time ran out: the rest go to the back of the queue
-            huey.enqueue(dispatch.s(deferred, clock_run_id))
         return dict(Counter(result.label for result in results))
 
 

@@ -18,8 +18,10 @@ all with their channels, and each row then goes one of two ways::
       deliveries (one INSERT), and the outcomes: the outbox entry and the published
       status commit together or not at all.
 
-Claiming rows that call out one at a time keeps a dead worker's damage to the one row it
-was sending: every other row of its chunk is still queued for the next tick.
+A queue task sends at most one row that calls out and hands the chunk's others back to
+the queue as tasks of their own (``defer``): they go out in parallel across the
+consumer's workers, a task lasts at most one provider call, and a dead worker leaves only
+the row it was sending in doubt.
 
 | provider outcome        | the row                                                                 |
 |-------------------------|-------------------------------------------------------------------------|
@@ -35,6 +37,7 @@ a provider at most once per claim, and a claim happens at most ``max_attempts`` 
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -64,7 +67,8 @@ class DispatchOutcome:
     FAILED = "failed"  # reason: the failure code
     MISSED = "missed"  # failed before any claim: reason missed_window / duplicate_of_published / attempts_exhausted
     SKIPPED = "skipped"  # nothing done: reason not_found / cancelled / submitted / published / failed / not_due
-    DEFERRED = "deferred"  # not touched: its task ran out of time before reaching it; back on the queue
+    DEFERRED = "deferred"  # not touched: handed back to the queue to run as a task of its own
+    ERROR = "error"  # not touched: the database refused its delivery; still queued for the next tick
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,11 @@ def _duration(delta) -> str:
 
 
 def dispatch_actions(
-    action_ids: list[int], context: DispatchContext, *, clock_run_id: int | None = None, timed: bool = False
+    action_ids: list[int],
+    context: DispatchContext,
+    *,
+    clock_run_id: int | None = None,
+    defer: Callable[[list[int]], None] | None = None,
 ) -> list[DispatchResult]:
     """Dispatch a chunk of rows (one queue task's worth); one result per id, in order.
 
@@ -140,13 +148,11 @@ def dispatch_actions(
     through :func:`deliver_locally` together; every other row goes through
     :func:`dispatch_action` alone, with its own look, claim, send and outcome.
 
-    ``timed`` (a queue task) bounds the chunk by ``policy.task_timeout``: once that much
-    time has passed, the rows not yet started are left untouched and come back
-    ``deferred``, for the caller to queue again. A slow provider then holds a worker for
-    about one task timeout, never for a whole chunk of provider timeouts, and a row that
-    was started always finishes: nothing is cut off in the middle of a send.
+    ``defer`` (a queue task) keeps a chunk to one row that calls out: the others are
+    passed to it, untouched, before anything is sent, and come back ``deferred``. The
+    queue runs each as a task of its own, so rows behind a slow provider are sent in
+    parallel by the consumer's workers, and a task lasts at most one provider call.
     """
-    started = context.clock.now()
     actor = Actor.job("dispatch", clock_run_id)
     ids = list(dict.fromkeys(action_ids))
     with read_session(context.engine) as session:
@@ -164,13 +170,14 @@ def dispatch_actions(
             local.append(found[action_id])
         else:
             remote.append(action_id)
+    if defer is not None and len(remote) > 1:
+        remote, deferred = remote[:1], remote[1:]
+        defer(deferred)
+        results.update((action_id, DispatchResult(action_id, DispatchOutcome.DEFERRED)) for action_id in deferred)
     if local:
-        results.update(deliver_locally(local, context, actor))
+        results.update(_deliver_locally_or_row_by_row(local, context, actor))
     for action_id in remote:
-        if timed and context.clock.now() - started >= context.policy.task_timeout:
-            results[action_id] = DispatchResult(action_id, DispatchOutcome.DEFERRED)
-        else:
-            results[action_id] = _dispatch_one(action_id, context, actor)
+        results[action_id] = _dispatch_one(action_id, context, actor)
     return [results[action_id] for action_id in ids]
 
 
@@ -252,6 +259,35 @@ def _claim_in(session, row: ScheduledAction, now: datetime, policy: Policy, acto
     return outcome.action
 
 
+def _deliver_locally_or_row_by_row(
+    rows: list[tuple[ScheduledAction, Channel]], context: DispatchContext, actor: Actor
+) -> dict[int, DispatchResult]:
+    """:func:`deliver_locally` for the chunk; if its transaction fails, once more for each row alone.
+
+    The failed transaction changed nothing, so the retry is safe, and a row the database
+    keeps refusing holds up only itself: it stays queued (``error``) for the next tick.
+    """
+    try:
+        return deliver_locally(rows, context, actor)
+    except Exception:
+        if len(rows) == 1:
+            log.exception("action %s: the local delivery failed; the row stays queued", rows[0][0].id)
+            return {rows[0][0].id: DispatchResult(rows[0][0].id, DispatchOutcome.ERROR, "database")}
+        log.exception("a chunk of %d local deliveries failed; delivering its rows one by one", len(rows))
+    results: dict[int, DispatchResult] = {}
+    for pair in rows:
+        results.update(_deliver_locally_or_row_by_row([pair], context, actor))
+    return results
+
+
+_LOCK_QUEUED = (
+    select(ScheduledAction.id)
+    .where(ScheduledAction.id.in_(bindparam("action_ids", expanding=True)))
+    .order_by(ScheduledAction.id)
+    .with_for_update(skip_locked=True)
+)
+
+
 def deliver_locally(
     rows: list[tuple[ScheduledAction, Channel]], context: DispatchContext, actor: Actor
 ) -> dict[int, DispatchResult]:
@@ -262,11 +298,21 @@ def deliver_locally(
     status commit together or not at all, so no crash can leave one without the other.
     Late rows, rows the bulk claim left alone and, when the publish guard refuses the
     bulk claim, every row are claimed one by one in the same transaction.
+
+    On PostgreSQL the transaction first locks the chunk's rows in id order, skipping any
+    another transaction holds (that one decides them; a row still queued afterwards is
+    the next tick's), so two overlapping chunks never wait on each other in a cycle.
+    SQLite needs no such step: ``BEGIN IMMEDIATE`` admits one writer at a time.
     """
     policy = context.policy
     channels = {row.id: channel for row, channel in rows}
     results: dict[int, DispatchResult] = {}
     with write_session(context.engine) as session:
+        if session.connection().dialect.name == "postgresql":
+            mine = set(session.scalars(_LOCK_QUEUED, {"action_ids": [row.id for row, _ in rows]}))
+            results.update((row.id, DispatchResult(row.id, DispatchOutcome.SKIPPED, "busy"))
+                           for row, _ in rows if row.id not in mine)
+            rows = [(row, channel) for row, channel in rows if row.id in mine]
         now = context.clock.now()
         on_time = [row.id for row, _ in rows if not is_late(row, now, policy)]
         try:

@@ -27,13 +27,13 @@ class Policy:
     tick_interval: timedelta = timedelta(minutes=1)
     tick_batch_size: int = 200
     tick_budget: timedelta = timedelta(seconds=50)
-    # Rows per dispatch task. A chunk shares one look, and its log-provider rows share
-    # one transaction; rows of providers that call out are still claimed and sent one
-    # at a time, so a dead worker only ever leaves the row it was sending in doubt.
+    # Rows per dispatch task. A chunk shares one look, and its log-provider rows share one
+    # transaction; of its rows that call out, the task sends one and queues the others as
+    # tasks of their own, so they run in parallel and a dead worker leaves one row in doubt.
     dispatch_chunk: int = 50
-    # Timeouts, in the order they must fire. A dispatch task starts no new send once it has
-    # run for task_timeout (the rows left go back on the queue), so a task lasts at most
-    # about task_timeout + provider_timeout.
+    # Timeouts, in the order they must fire. A dispatch task makes at most one provider
+    # call (models.dispatch), so it ends within provider_timeout and two short writes;
+    # task_timeout is the bound that must hold between that and recovery.
     provider_timeout: timedelta = timedelta(seconds=30)
     task_timeout: timedelta = timedelta(minutes=2)
     recovery_timeout: timedelta = timedelta(minutes=10)

@@ -1,5 +1,6 @@
 """A dispatch task's chunk of rows: local deliveries commit with their rows, rows that call out go one at a time."""
 
+import threading
 from datetime import timedelta
 
 from sqlalchemy import func, select, text
@@ -96,11 +97,21 @@ def test_a_chunk_of_log_rows_is_claimed_delivered_and_published_together(app, cl
 
 def test_a_log_delivery_that_cannot_be_written_leaves_its_whole_chunk_queued_and_unsent(app, clock, backend):
     """The outbox entry and the published status commit together: a failed write undoes the claims too."""
+    from models.dispatch import deliver_locally
+    from models.channels import Channel
+
     workspace_id = make_channel(app)
     ids = add_actions(app, workspace_id, 3)
     _refuse_outbox_entries_for(app, backend, ids[2])
-    with pytest.raises(Exception, match="disk full"):
-        dispatch(app, ids)
+    with app.app_context():
+        rt = runtime()
+        context = DispatchContext(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box)
+        with read_session() as session:
+            chunk = [(session.get(ScheduledAction, i), session.get(Channel, session.get(ScheduledAction, i).channel_id))
+                     for i in ids]
+            session.expunge_all()
+        with pytest.raises(Exception, match="disk full"):
+            deliver_locally(chunk, context, JOB)
     after = rows(app, ids)
     assert [after[i].status for i in ids] == ["queued"] * 3
     assert all(after[i].attempt_count == 0 for i in ids)
@@ -184,38 +195,56 @@ def _refuse_outbox_entries_for(app, backend: str, action_id: int) -> None:
                                  "FOR EACH ROW EXECUTE FUNCTION refuse_outbox()"))
 
 
-def _slow_receiver(httpserver, clock, seconds: float) -> None:
-    """A webhook receiver each call of which takes ``seconds`` of the test clock."""
-    from werkzeug import Response
 
-    def answer(request):
-        clock.advance(seconds=seconds)
-        return Response("{}", status=200, content_type="application/json")
+def test_a_queue_task_sends_one_row_that_calls_out_and_defers_the_others_untouched(app, clock, httpserver):
+    """Rows that call out run in parallel as tasks of their own; a task is at most one provider call."""
+    httpserver.expect_request("/hook").respond_with_json({"id": "r"})
+    hook_ws = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
+    log_ws = make_channel(app, workspace="Logs")
+    hooked = add_actions(app, hook_ws, 3)
+    logged = add_actions(app, log_ws, 2)
+    handed_back = []
 
-    httpserver.expect_request("/hook").respond_with_handler(answer)
+    def defer(ids):
+        # Nothing has been sent yet when the others are handed back.
+        assert len(httpserver.log) == 0 and {r.status for r in rows(app, ids).values()} == {"queued"}
+        handed_back.extend(ids)
 
-
-def test_a_timed_chunk_starts_no_send_after_the_task_timeout_and_leaves_the_rest_untouched(app, clock, httpserver):
-    """provider call < task < recovery: a slow provider holds a worker for about one task timeout."""
-    app.extensions["tickwork"].policy = app.extensions["tickwork"].policy.with_overrides(
-        {"provider_timeout": 5, "task_timeout": 10, "recovery_timeout": 60})
-    _slow_receiver(httpserver, clock, 6)
-    workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
-    ids = add_actions(app, workspace_id, 4)
     with app.app_context():
         rt = runtime()
         context = DispatchContext(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box)
-        results = dispatch_actions(ids, context, timed=True)
-    assert [r.label for r in results] == ["published", "published", "deferred", "deferred"]
-    after = rows(app, ids)
-    assert [after[i].status for i in ids] == ["published", "published", "queued", "queued"]
-    assert claims_of(app, ids[2:]) == 0 and len(httpserver.log) == 2
+        results = dispatch_actions(hooked + logged, context, defer=defer)
+    assert [r.label for r in results] == ["published", "deferred", "deferred", "published", "published"]
+    assert handed_back == hooked[1:] and claims_of(app, hooked[1:]) == 0 and len(httpserver.log) == 1
 
 
-def test_an_untimed_chunk_sends_every_row(app, clock, httpserver):
-    app.extensions["tickwork"].policy = app.extensions["tickwork"].policy.with_overrides(
-        {"provider_timeout": 5, "task_timeout": 10, "recovery_timeout": 60})
-    _slow_receiver(httpserver, clock, 6)
-    workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
+def test_a_chunk_whose_database_write_fails_is_delivered_row_by_row_and_the_refused_row_stays_queued(
+        app, clock, backend):
+    workspace_id = make_channel(app)
     ids = add_actions(app, workspace_id, 3)
-    assert [r.label for r in dispatch(app, ids)] == ["published"] * 3
+    _refuse_outbox_entries_for(app, backend, ids[1])
+    results = dispatch(app, ids)
+    assert [r.label for r in results] == ["published", "error:database", "published"]
+    after = rows(app, ids)
+    assert [after[i].status for i in ids] == ["published", "queued", "published"]
+    assert outbox_ids(app) == [ids[0], ids[2]]
+    assert claims_of(app, [ids[0]]) == 1 and claims_of(app, [ids[1]]) == 0 and after[ids[1]].attempt_count == 0
+
+
+@pytest.mark.only_backend("postgresql")
+def test_a_chunk_skips_rows_another_transaction_holds_instead_of_waiting_on_them(app, clock, database_url):
+    """Two overlapping chunks never wait on each other in a cycle: a held row is left to its holder."""
+    import psycopg
+
+    workspace_id = make_channel(app)
+    ids = add_actions(app, workspace_id, 3)
+    done = []
+    with psycopg.connect(database_url.replace("postgresql+psycopg", "postgresql")) as holder:
+        holder.execute("SELECT id FROM scheduled_actions WHERE id = %s FOR UPDATE", (ids[1],))
+        worker = threading.Thread(target=lambda: done.append(dispatch(app, ids)))
+        worker.start()
+        worker.join(timeout=30)
+        assert done, "the chunk waited on the held row"
+    results = done[0]
+    assert [r.label for r in results] == ["published", "skipped:busy", "published"]
+    assert row(app, ids[1]).status == "queued" and outbox_ids(app) == [ids[0], ids[2]]
