@@ -1,9 +1,9 @@
 """Benchmarks of the clock: drain, lateness, the tick's query, consumer memory.
 
     .venv/bin/python bench/clock.py drain      [--pg URL] [--rows 10000]
-    .venv/bin/python bench/clock.py lateness   [--pg URL] [--actions 1000] [--minutes 2]
+    .venv/bin/python bench/clock.py lateness   [--pg URL] [--actions 1000] [--minutes 5]
     .venv/bin/python bench/clock.py tickquery  [--pg URL]
-    .venv/bin/python bench/clock.py memory     [--actions 50000]
+    .venv/bin/python bench/clock.py memory     [--actions 50000] [--provider log|webhook]
     .venv/bin/python bench/clock.py all --pg URL --write     # everything, then docs/benchmarks.md "## Clock"
 
 Every figure comes from real processes on real databases: a consumer started with
@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -74,7 +75,7 @@ def make_app(database_url: str, queue_url: str = "immediate"):
     return create_app({"SQLALCHEMY_DATABASE_URI": database_url, "SECRET_KEY": SECRET, "TICKWORK_QUEUE_URL": queue_url})
 
 
-def workspace_with_log_channel(app) -> tuple[int, int]:
+def workspace_with_log_channel(app, kind: str = "log", config: dict | None = None) -> tuple[int, int]:
     from models.accounts import Workspace
     from models.channels import Channel
     from models.database import write_session
@@ -85,7 +86,7 @@ def workspace_with_log_channel(app) -> tuple[int, int]:
         ws = Workspace(name=f"Bench {uuid.uuid4().hex[:4]}", timezone="UTC", created_at=now)
         session.add(ws)
         session.flush()
-        channel = Channel(workspace_id=ws.id, name="main", kind="log", config={}, created_at=now)
+        channel = Channel(workspace_id=ws.id, name="main", kind=kind, config=config or {}, created_at=now)
         session.add(channel)
         session.flush()
         return ws.id, channel.id
@@ -380,12 +381,36 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def bench_memory(actions: int, workdir: Path) -> dict:
-    """A consumer's resident memory over ``actions`` dispatches (SQLite + SqliteHuey, log provider)."""
+class _Receiver(BaseHTTPRequestHandler):
+    """A loopback webhook receiver: reads the body, answers 200 with an id."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b'{"id": "ok"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def bench_memory(actions: int, workdir: Path, provider: str = "log") -> dict:
+    """A consumer's resident memory over ``actions`` dispatches (SQLite + SqliteHuey), through ``log`` or
+    ``webhook`` (a loopback receiver: the path that claims, calls out over HTTP and records one row at a time)."""
     database_url = fresh_database("sqlite", None, workdir)
     queue_url = queue_url_for("sqlite", database_url, workdir)
     app = make_app(database_url)
-    ws, channel = workspace_with_log_channel(app)
+    receiver = None
+    config = {}
+    if provider == "webhook":
+        receiver = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+        receiver.daemon_threads = True
+        threading.Thread(target=receiver.serve_forever, daemon=True).start()
+        config = {"url": f"http://127.0.0.1:{receiver.server_address[1]}/hook"}
+    ws, channel = workspace_with_log_channel(app, provider, config)
     insert_rows(app, ws, channel, [datetime.now(timezone.utc) - timedelta(seconds=1)] * actions)
     consumer = start_consumer(database_url, queue_url, workers=4, periodic=False, log=workdir / "memory.log")
     time.sleep(3)
@@ -402,10 +427,12 @@ def bench_memory(actions: int, workdir: Path) -> dict:
         time.sleep(2)
     elapsed = time.monotonic() - started
     stop(consumer)
+    if receiver is not None:
+        receiver.shutdown()
     warm = next(rss for done, rss in samples if done >= actions * 0.1)
     end = samples[-1][1]
     peak = max(rss for _, rss in samples)
-    return {"bench": "memory", "db": "sqlite", "actions": actions, "seconds": round(elapsed),
+    return {"bench": "memory", "db": "sqlite", "provider": provider, "actions": actions, "seconds": round(elapsed),
             "rss_after_warmup_mib": round(warm / 1024, 1), "rss_end_mib": round(end / 1024, 1),
             "rss_peak_mib": round(peak / 1024, 1), "growth_pct": round((end - warm) / warm * 100, 1)}
 
@@ -419,6 +446,8 @@ def remember(result: dict) -> None:
     key = f"{result['bench']}:{result.get('db', '')}"
     if result.get("consumers", 1) > 1:
         key += f":{result['consumers']}c"
+    if result.get("provider", "log") != "log":
+        key += f":{result['provider']}"
     stored[key] = {**result, "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     RESULTS.write_text(json.dumps(stored, indent=1))
 
@@ -478,12 +507,17 @@ def render() -> str:
         for d in queries:
             lines.append(f"| {d['db']} | {d['ms_10000']} ms | {d['ms_1000000']} ms | {d['ratio']}× |")
         lines.append("")
-    if "memory:sqlite" in stored:
-        d = stored["memory:sqlite"]
+    memories = [stored[k] for k in ("memory:sqlite", "memory:sqlite:webhook") if k in stored]
+    if memories:
         lines += ["### Consumer memory", "",
-                  f"One consumer (4 threads, SQLite + SqliteHuey, `log` provider) over {d['actions']:,} actions in "
-                  f"{d['seconds']} s: resident memory {d['rss_after_warmup_mib']} MiB after warm-up (10 % done), "
-                  f"{d['rss_end_mib']} MiB at the end, peak {d['rss_peak_mib']} MiB: growth {d['growth_pct']} %.", ""]
+                  "One consumer (4 threads, SQLite + SqliteHuey) over a run of due actions; resident memory after "
+                  "warm-up (10 % done), at the end, and at its peak.", "",
+                  "| provider | actions | took | after warm-up | end | peak | growth |", "|---|---|---|---|---|---|---|"]
+        for d in memories:
+            lines.append(f"| {d.get('provider', 'log')} | {d['actions']:,} | {d['seconds']} s | "
+                         f"{d['rss_after_warmup_mib']} MiB | {d['rss_end_mib']} MiB | {d['rss_peak_mib']} MiB | "
+                         f"{d['growth_pct']} % |")
+        lines.append("")
     lines += _verdicts(stored)
     return "\n".join(lines)
 
@@ -509,10 +543,12 @@ def _verdicts(stored: dict) -> list[str]:
             d = stored[key]
             out.append(f"- {d['db']}: tick query at 1,000,000 rows within 2x of 10,000: "
                        f"{'met' if d['ratio'] <= 2 else 'missed'} ({d['ratio']}x).")
-    if "memory:sqlite" in stored:
-        d = stored["memory:sqlite"]
-        out.append(f"- consumer memory flat over {d['actions']:,} actions (under 10 % growth after warm-up): "
-                   f"{'met' if d['growth_pct'] < 10 else 'missed'} ({d['growth_pct']} %).")
+    for key in ("memory:sqlite", "memory:sqlite:webhook"):
+        if key in stored:
+            d = stored[key]
+            out.append(f"- consumer memory flat over {d['actions']:,} actions through {d.get('provider', 'log')} "
+                       f"(under 10 % growth after warm-up): {'met' if d['growth_pct'] < 10 else 'missed'} "
+                       f"({d['growth_pct']} %).")
     out += ["", WHY_SLOW, ""]
     return out
 
@@ -550,7 +586,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4, help="the drain consumer's worker threads")
     parser.add_argument("--consumers", type=int, default=1, help="how many drain consumer processes")
     parser.add_argument("--actions", type=int, default=None)
-    parser.add_argument("--minutes", type=float, default=2)
+    parser.add_argument("--minutes", type=float, default=5)
+    parser.add_argument("--provider", choices=["log", "webhook"], default="log", help="the memory run's provider")
     parser.add_argument("--write", action="store_true", help="render docs/benchmarks.md's Clock section")
     args = parser.parse_args()
     kinds = ["sqlite"] + (["postgresql"] if args.pg else [])
@@ -566,7 +603,7 @@ def main() -> None:
             for kind in kinds:
                 remember(bench_lateness(args.actions or 1000, args.minutes, workdir, kind, args.pg))
         if args.which in ("memory", "all"):
-            remember(bench_memory(args.actions or 50_000, workdir))
+            remember(bench_memory(args.actions or 50_000, workdir, args.provider))
     if args.write or args.which == "write":
         write_doc()
 
