@@ -61,20 +61,51 @@ def migrate(url: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
+class Templates:
+    """One migrated database per backend for the whole run, made the first time a test asks for it.
+
+    Tests are parametrized over the backend, so pytest interleaves SQLite and PostgreSQL
+    tests; a session fixture parametrized by backend would be torn down and migrated again
+    at every switch. This cache is not parametrized, so each template is built once.
+    """
+
+    def __init__(self, tmp_path_factory):
+        self.tmp_path_factory = tmp_path_factory
+        self.built: dict[str, object] = {}
+
+    def get(self, backend: str):
+        if backend not in self.built:
+            self.built[backend] = self._build(backend)
+        return self.built[backend]
+
+    def _build(self, backend: str):
+        """A file path on SQLite, a database name on PostgreSQL."""
+        if backend == "sqlite":
+            path = self.tmp_path_factory.mktemp("template") / "template.db"
+            migrate(f"sqlite:///{path}")
+            return path
+        name = f"tickwork_tpl_{WORKER}_{os.getpid()}"
+        _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _pg_admin(f'CREATE DATABASE "{name}"')
+        migrate(_pg_url(name))
+        return name
+
+    def drop(self) -> None:
+        if "postgresql" in self.built:
+            _pg_admin(f'DROP DATABASE IF EXISTS "{self.built["postgresql"]}" WITH (FORCE)')
+
+
 @pytest.fixture(scope="session")
-def template_db(backend, tmp_path_factory):
+def templates(tmp_path_factory):
+    built = Templates(tmp_path_factory)
+    yield built
+    built.drop()
+
+
+@pytest.fixture
+def template_db(backend, templates):
     """A migrated database to copy per test: a file path on SQLite, a database name on PostgreSQL."""
-    if backend == "sqlite":
-        path = tmp_path_factory.mktemp("template") / "template.db"
-        migrate(f"sqlite:///{path}")
-        yield path
-        return
-    name = f"tickwork_tpl_{WORKER}_{os.getpid()}"
-    _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    _pg_admin(f'CREATE DATABASE "{name}"')
-    migrate(_pg_url(name))
-    yield name
-    _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return templates.get(backend)
 
 
 @pytest.fixture
