@@ -464,62 +464,69 @@ def render() -> str:
                          if "measured" in value) + ".", ""]
     drains = [stored[k] for k in sorted(stored, key=lambda k: (stored[k].get("consumers", 1), k))
               if k.startswith("drain:")]
-    if drains:
-        lines += ["### Drain", "",
-                  "10,000 due actions, `log` provider, full path: `tickwork tick` fans out one dispatch task per "
-                  "chunk of 50 rows (`dispatch_chunk`) to the queue (SqliteHuey / PostgresHuey in the app database); "
-                  "`tickwork consumer` processes take the tasks, and each task looks at its rows, claims them "
-                  "(`queued → submitted`, with events), writes their outbox entries and publishes them (with "
-                  "events) in one transaction. Beside it, on the same database in the same run, a raw-SQL loop "
-                  "doing only the guarded claim UPDATE and the final UPDATE per row, each committed.", "",
-                  "| database | consumers × threads | tick fan-out | all published | full path | raw, 1 connection | raw, 4 connections | full ÷ raw |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for d in drains:
-            lines.append(f"| {d['db']} | {d.get('consumers', 1)} × {d.get('workers', 4)} | {d['tick_seconds']} s ({d['tick_dispatched']:,} handed over) | "
-                         f"{d['drain_seconds']} s | {d['full_rate']:,} rows/s | {d['raw_rate_1']:,} rows/s | "
-                         f"{(format(d['raw_rate_4'], ',') + ' rows/s') if d.get('raw_rate_4') else '—'} | "
-                         f"{d['ratio']} |")
-        lines += ["", "History. With one task per row and three write transactions per action (claim; outbox "
-                  "entry; outcome), the same drain took 48.0 s on SQLite (208 rows/s, 0.031 of raw) and 84.3 s on "
-                  "PostgreSQL (119 rows/s, 0.091 of raw) with one consumer, and 40.1 s / 59.8 s with two; more "
-                  "threads did not help, as the consumer was bound by one interpreter's CPU. Before the tick handed "
-                  "its tasks over in one transaction, PostgreSQL took 39.7 s just to hand 10,000 tasks over.", ""]
-    if "lateness:sqlite" in stored or "lateness:postgresql" in stored:
-        lines += ["### Lateness", "",
-                  "Actions spread evenly over the run through one real consumer (4 threads, periodic tick on). Half "
-                  "were scheduled before the consumer started (the tick hands them over with an eta), half were "
-                  "created while it ran, each about 20 s before its time (the `on_due_soon` hook hands them over). "
-                  "Lateness = outbox entry written − `publish_at`. Consumer settings: scheduler every 1 s; "
-                  "SqliteHuey polling from 0.05 s backing off to at most 0.2 s (Huey's default backs off to 10 s).",
-                  "", "| database | actions | over | p50 | p99 | max |", "|---|---|---|---|---|---|"]
-        for key in ("lateness:sqlite", "lateness:postgresql"):
-            if key in stored:
-                d = stored[key]
-                lines.append(f"| {d['db']} | {d['sent']:,} of {d['actions']:,} | {d['minutes']} min | {d['p50']} s | "
-                             f"{d['p99']} s | {d['max']} s |")
-        lines.append("")
-    queries = [stored[k] for k in ("tickquery:sqlite", "tickquery:postgresql") if k in stored]
-    if queries:
-        lines += ["### The tick's query", "",
-                  "The due-batch query (200 rows, `(publish_at, id)` order) at 10,000 and 1,000,000 rows, 90 % "
-                  "terminal history, 10 % queued for later, and the same 1,000 rows due in both; median of 50.", "",
-                  "| database | 10,000 rows | 1,000,000 rows | ratio |", "|---|---|---|---|"]
-        for d in queries:
-            lines.append(f"| {d['db']} | {d['ms_10000']} ms | {d['ms_1000000']} ms | {d['ratio']}× |")
-        lines.append("")
-    memories = [stored[k] for k in ("memory:sqlite", "memory:sqlite:webhook") if k in stored]
-    if memories:
-        lines += ["### Consumer memory", "",
-                  "One consumer (4 threads, SQLite + SqliteHuey) over a run of due actions; resident memory after "
-                  "warm-up (10 % done), at the end, and at its peak.", "",
-                  "| provider | actions | took | after warm-up | end | peak | growth |", "|---|---|---|---|---|---|---|"]
-        for d in memories:
-            lines.append(f"| {d.get('provider', 'log')} | {d['actions']:,} | {d['seconds']} s | "
-                         f"{d['rss_after_warmup_mib']} MiB | {d['rss_end_mib']} MiB | {d['rss_peak_mib']} MiB | "
-                         f"{d['growth_pct']} % |")
-        lines.append("")
+    lines += _section(
+        "Drain",
+        "10,000 due actions, `log` provider, full path: `tickwork tick` fans out one dispatch task per "
+        "chunk of 50 rows (`dispatch_chunk`) to the queue (SqliteHuey / PostgresHuey in the app database); "
+        "`tickwork consumer` processes take the tasks, and each task looks at its rows, claims them "
+        "(`queued → submitted`, with events), writes their outbox entries and publishes them (with "
+        "events) in one transaction. Beside it, on the same database in the same run, a raw-SQL loop "
+        "doing only the guarded claim UPDATE and the final UPDATE per row, each committed.",
+        ["database", "consumers × threads", "tick fan-out", "all published", "full path", "raw, 1 connection",
+         "raw, 4 connections", "full ÷ raw"],
+        drains,
+        lambda d: [d["db"], f"{d.get('consumers', 1)} × {d.get('workers', 4)}",
+                   f"{d['tick_seconds']} s ({d['tick_dispatched']:,} handed over)", f"{d['drain_seconds']} s",
+                   f"{d['full_rate']:,} rows/s", f"{d['raw_rate_1']:,} rows/s",
+                   f"{d['raw_rate_4']:,} rows/s" if d.get("raw_rate_4") else "—", f"{d['ratio']}"],
+        after="History. With one task per row and three write transactions per action (claim; outbox "
+        "entry; outcome), the same drain took 48.0 s on SQLite (208 rows/s, 0.031 of raw) and 84.3 s on "
+        "PostgreSQL (119 rows/s, 0.091 of raw) with one consumer, and 40.1 s / 59.8 s with two; more "
+        "threads did not help, as the consumer was bound by one interpreter's CPU. Before the tick handed "
+        "its tasks over in one transaction, PostgreSQL took 39.7 s just to hand 10,000 tasks over.",
+    )
+    lines += _section(
+        "Lateness",
+        "Actions spread evenly over the run through one real consumer (4 threads, periodic tick on). Half "
+        "were scheduled before the consumer started (the tick hands them over with an eta), half were "
+        "created while it ran, each about 20 s before its time (the `on_due_soon` hook hands them over). "
+        "Lateness = outbox entry written − `publish_at`. Consumer settings: scheduler every 1 s; "
+        "SqliteHuey polling from 0.05 s backing off to at most 0.2 s (Huey's default backs off to 10 s).",
+        ["database", "actions", "over", "p50", "p99", "max"],
+        [stored[k] for k in ("lateness:sqlite", "lateness:postgresql") if k in stored],
+        lambda d: [d["db"], f"{d['sent']:,} of {d['actions']:,}", f"{d['minutes']} min", f"{d['p50']} s",
+                   f"{d['p99']} s", f"{d['max']} s"],
+    )
+    lines += _section(
+        "The tick's query",
+        "The due-batch query (200 rows, `(publish_at, id)` order) at 10,000 and 1,000,000 rows, 90 % "
+        "terminal history, 10 % queued for later, and the same 1,000 rows due in both; median of 50.",
+        ["database", "10,000 rows", "1,000,000 rows", "ratio"],
+        [stored[k] for k in ("tickquery:sqlite", "tickquery:postgresql") if k in stored],
+        lambda d: [d["db"], f"{d['ms_10000']} ms", f"{d['ms_1000000']} ms", f"{d['ratio']}×"],
+    )
+    lines += _section(
+        "Consumer memory",
+        "One consumer (4 threads, SQLite + SqliteHuey) over a run of due actions; resident memory after "
+        "warm-up (10 % done), at the end, and at its peak.",
+        ["provider", "actions", "took", "after warm-up", "end", "peak", "growth"],
+        [stored[k] for k in ("memory:sqlite", "memory:sqlite:webhook") if k in stored],
+        lambda d: [d.get("provider", "log"), f"{d['actions']:,}", f"{d['seconds']} s",
+                   f"{d['rss_after_warmup_mib']} MiB", f"{d['rss_end_mib']} MiB", f"{d['rss_peak_mib']} MiB",
+                   f"{d['growth_pct']} %"],
+    )
     lines += _verdicts(stored)
     return "\n".join(lines)
+
+
+def _section(heading: str, intro: str, header: list[str], records: list[dict], cells, after: str | None = None
+             ) -> list[str]:
+    """A ``###`` section: the intro, a table with a row of ``cells(record)`` per record, and ``after``."""
+    if not records:
+        return []
+    lines = [f"### {heading}", "", intro, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cells(record)) + " |" for record in records]
+    return lines + ([""] if after is None else ["", after, ""])
 
 
 def _verdicts(stored: dict) -> list[str]:

@@ -5,7 +5,7 @@ from collections import Counter
 from datetime import datetime
 
 from jobs.queue import huey, task_app
-from models.dispatch import DispatchContext, DispatchOutcome, dispatch_actions
+from models.dispatch import DispatchContext, DispatchOutcome, chunks, dispatch_actions
 from models.ticks import InlineDispatcher
 from webapp.runtime import runtime
 
@@ -43,10 +43,6 @@ def hand_off_due_soon(due: list[tuple[int, datetime]], clock_run_id: int | None 
     horizon = runtime().now() + runtime().policy.tick_interval
     QueueDispatcher().dispatch_at([(action_id, due_at) for action_id, due_at in due if due_at <= horizon],
                                   clock_run_id)
-
-
-def chunks(items: list, size: int) -> list[list]:
-    return [items[start:start + size] for start in range(0, len(items), size)]
 
 
 class QueueDispatcher:

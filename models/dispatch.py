@@ -4,9 +4,9 @@ A queue task carries a chunk of row ids (``policy.dispatch_chunk``); one look re
 all with their channels, and each row then goes one of two ways::
 
     a provider that calls out (webhook, smtp, postmark, twilio, mastodon), one row at a time:
-      1. a fresh look at the row (one read); skip it if it is not queued. Then one short
-         write transaction: fail it as missed_window if it is later than its action type
-         allows (re-read under the write lock); else claim it (queued → submitted,
+      1. skip it if the look found it no longer queued. Then one short write transaction:
+         fail it as missed_window if it is later than its action type allows (re-read
+         under the write lock); else claim it (queued → submitted,
          attempt + 1, a fresh claim token). A claim refused for attempts → failed
          attempts_exhausted; a claim the publish guard refuses (a legacy duplicate) →
          failed duplicate_of_published.
@@ -53,7 +53,7 @@ from models.database import read_session, write_session
 from models.guard import PublishGuardViolation
 from models.lifecycle import Actor, Refusal
 from models.policy import Policy
-from models.providers import Delivery, SendContext, SendOutcome, SendResult, provider_for
+from models.providers import Delivery, SendContext, SendOutcome, SendResult, is_local, provider_for
 from models.secrets_box import SecretBox, SecretUnreadable
 
 log = logging.getLogger("tickwork.dispatch")
@@ -93,12 +93,6 @@ class DispatchContext:
     engine: Engine | None = None
 
 
-@dataclass(frozen=True)
-class _Claimed:
-    action: ScheduledAction
-    channel: Channel
-
-
 _http_clients: dict[int, httpx.Client] = {}
 _http_lock = threading.Lock()
 
@@ -135,6 +129,11 @@ def _duration(delta) -> str:
     return f"{seconds}s"
 
 
+def chunks(items: list, size: int) -> list[list]:
+    """``items`` in lists of at most ``size``, in order: one dispatch task's worth each."""
+    return [items[start:start + size] for start in range(0, len(items), size)]
+
+
 def dispatch_actions(
     action_ids: list[int],
     context: DispatchContext,
@@ -146,7 +145,7 @@ def dispatch_actions(
 
     One look at all of them first. Rows whose channel delivers into our own database go
     through :func:`deliver_locally` together; every other row goes through
-    :func:`dispatch_action` alone, with its own look, claim, send and outcome.
+    :func:`dispatch_action` alone, with its own claim, send and outcome.
 
     ``defer`` (a queue task) keeps a chunk to one row that calls out: the others are
     passed to it, untouched, before anything is sent, and come back ``deferred``. The
@@ -156,7 +155,7 @@ def dispatch_actions(
     actor = Actor.job("dispatch", clock_run_id)
     ids = list(dict.fromkeys(action_ids))
     with read_session(context.engine) as session:
-        found = {row.id: (row, channel) for row, channel in session.execute(_LOOK_MANY, {"action_ids": ids})}
+        found = {row.id: (row, channel) for row, channel in session.execute(_LOOK, {"action_ids": ids})}
         session.expunge_all()
     results: dict[int, DispatchResult] = {}
     local: list[tuple[ScheduledAction, Channel]] = []
@@ -166,7 +165,7 @@ def dispatch_actions(
             results[action_id] = DispatchResult(action_id, DispatchOutcome.SKIPPED, "not_found")
         elif found[action_id][0].status != Status.QUEUED.value:
             results[action_id] = DispatchResult(action_id, DispatchOutcome.SKIPPED, found[action_id][0].status)
-        elif _is_local(found[action_id][1].kind):
+        elif is_local(found[action_id][1].kind):
             local.append(found[action_id])
         else:
             remote.append(action_id)
@@ -177,7 +176,7 @@ def dispatch_actions(
     if local:
         results.update(_deliver_locally_or_row_by_row(local, context, actor))
     for action_id in remote:
-        results[action_id] = _dispatch_one(action_id, context, actor)
+        results[action_id] = _dispatch_one(*found[action_id], context, actor)
     return [results[action_id] for action_id in ids]
 
 
@@ -186,51 +185,24 @@ def dispatch_action(action_id: int, context: DispatchContext, *, clock_run_id: i
     return dispatch_actions([action_id], context, clock_run_id=clock_run_id)[0]
 
 
-def _dispatch_one(action_id: int, context: DispatchContext, actor: Actor) -> DispatchResult:
-    claimed = claim_for_send(action_id, context, actor)
+def _dispatch_one(row: ScheduledAction, channel: Channel, context: DispatchContext, actor: Actor) -> DispatchResult:
+    """Claim, send and record one row that calls out, from the chunk's look at it."""
+    with write_session(context.engine) as session:
+        claimed = _claim_in(session, row, context.clock.now(), context.policy, actor)
     if isinstance(claimed, DispatchResult):
         return claimed
-    action, channel = claimed.action, claimed.channel
-    result = send(action, channel, context)
-    return record_outcome(action, channel.kind, result, context, actor)
+    result = send(claimed, channel, context)
+    return record_outcome(claimed, channel.kind, result, context, actor)
 
 
-# The row and its channel in one query, built once; and the same for a chunk of rows.
+# The rows of a chunk and their channels in one query, built once. The look is taken
+# outside the write lock (on SQLite every writer waits its turn for it): a row another
+# worker already took is skipped there, and the claims re-check every row under the lock.
 _LOOK = (
-    select(ScheduledAction, Channel)
-    .join(Channel, Channel.id == ScheduledAction.channel_id)
-    .where(ScheduledAction.id == bindparam("action_id"))
-)
-_LOOK_MANY = (
     select(ScheduledAction, Channel)
     .join(Channel, Channel.id == ScheduledAction.channel_id)
     .where(ScheduledAction.id.in_(bindparam("action_ids", expanding=True)))
 )
-
-
-def _is_local(kind: str) -> bool:
-    try:
-        return bool(getattr(provider_for(kind), "local", False))
-    except LookupError:
-        return False
-
-
-def claim_for_send(action_id: int, context: DispatchContext, actor: Actor) -> _Claimed | DispatchResult:
-    """Step 1: look at the row, then skip it, miss it or claim it in one short write transaction."""
-    # Look first, outside the write lock (on SQLite every writer waits its turn for it):
-    # a row another worker already took is skipped here, and the write transaction holds
-    # the lock only for the guarded moves themselves.
-    with read_session(context.engine) as session:
-        found = session.execute(_LOOK, {"action_id": action_id}).one_or_none()
-        if found is None:
-            return DispatchResult(action_id, DispatchOutcome.SKIPPED, "not_found")
-        row, channel = found
-        if row.status != Status.QUEUED.value:
-            return DispatchResult(action_id, DispatchOutcome.SKIPPED, row.status)
-        session.expunge_all()
-    with write_session(context.engine) as session:
-        claimed = _claim_in(session, row, context.clock.now(), context.policy, actor)
-    return claimed if isinstance(claimed, DispatchResult) else _Claimed(claimed, channel)
 
 
 def _claim_in(session, row: ScheduledAction, now: datetime, policy: Policy, actor: Actor) -> ScheduledAction | DispatchResult:

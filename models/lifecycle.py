@@ -44,7 +44,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from models.actions import ActionEvent, CancelKind, FailureCode, ScheduledAction, Status
-from models.guard import PublishGuardViolation, classify_integrity_error
+from models.guard import classify_integrity_error
 
 MAX_ATTEMPTS = 5
 
@@ -166,6 +166,20 @@ def _statement(sources: tuple[str, ...], target: str, set_keys: tuple[str, ...],
     return statement if rows == "each" else statement.returning(*_RETURNING)
 
 
+def _statement_for(sources, target: Status, values: dict, guards: dict, rows: str = "one"):
+    """:func:`_statement` for a move's statuses, the values it sets and the guards it names."""
+    return _statement(tuple(sorted(s.value for s in sources)), target.value, tuple(sorted(values)),
+                      tuple(sorted(guards)), rows)
+
+
+def _bind(values: dict, guards: dict, now: datetime) -> dict:
+    """The parameters of a move's statement, bar the row id(s)."""
+    params = {"now": now, **{f"set_{key}": value for key, value in values.items() if value is not INCREMENT}}
+    for extra in guards.values():
+        params.update(extra)
+    return params
+
+
 _EVENT = insert(ActionEvent.__table__)
 
 
@@ -202,13 +216,8 @@ def _move(
     guards = dict(guards or {})
     if workspace_id is not None:
         guards["workspace"] = {"in_workspace": workspace_id}
-    statement = _statement(
-        tuple(sorted(s.value for s in sources)), target.value, tuple(sorted(values)), tuple(sorted(guards))
-    )
-    params = {"action_id": action_id, "now": now}
-    params.update({f"set_{key}": value for key, value in values.items() if value is not INCREMENT})
-    for extra in guards.values():
-        params.update(extra)
+    statement = _statement_for(sources, target, values, guards)
+    params = {"action_id": action_id, **_bind(values, guards, now)}
     if target.value in (Status.QUEUED.value, Status.SUBMITTED.value):
         row = _guarded_execute(session, statement, params)
     else:
@@ -293,18 +302,31 @@ def claim(
         action_id,
         now=now,
         actor=actor,
-        values=dict(attempt_count=INCREMENT, claim_token=uuid.uuid4().hex, submitted_at=now),
-        guards={"due": {}, "attempts_left": {"max_attempts": max_attempts}},
+        **_claim_shape(now, max_attempts),
         max_attempts=max_attempts,
     )
+
+
+def _claim_shape(now: datetime, max_attempts: int) -> dict:
+    """What a claim sets (a fresh token) and the guards it runs under: due now, attempts left."""
+    return dict(values=dict(attempt_count=INCREMENT, claim_token=uuid.uuid4().hex, submitted_at=now),
+                guards={"due": {}, "attempts_left": {"max_attempts": max_attempts}})
+
+
+def _publish_values(provider_id: str | None, now: datetime) -> dict:
+    return dict(provider_id=provider_id, finished_at=now, last_error=None, failure_code=None)
+
+
+def _accepted(provider_id: str | None) -> str:
+    return "provider accepted" + (f" as {provider_id}" if provider_id else "")
 
 
 def publish(
     session: Session, action_id: int, *, claim_token: str, provider_id: str | None, now: datetime, actor: Actor
 ) -> Outcome:
     """submitted → published. A lost worker's late success still lands while its token matches."""
-    values = dict(provider_id=provider_id, finished_at=now, last_error=None, failure_code=None)
-    reason = "provider accepted" + (f" as {provider_id}" if provider_id else "")
+    values = _publish_values(provider_id, now)
+    reason = _accepted(provider_id)
     outcome = _move(
         session, Move.PUBLISH, action_id, now=now, actor=actor, values=values, reason=reason,
         guards={"token": {"held_token": claim_token}}, source=Status.SUBMITTED,
@@ -332,10 +354,9 @@ def claim_many(
     """
     if not action_ids:
         return []
-    statement = _statement((Status.QUEUED.value,), Status.SUBMITTED.value,
-                           ("attempt_count", "claim_token", "submitted_at"), ("attempts_left", "due"), rows="list")
-    params = {"action_ids": list(action_ids), "now": now, "set_claim_token": uuid.uuid4().hex,
-              "set_submitted_at": now, "max_attempts": max_attempts}
+    shape = _claim_shape(now, max_attempts)
+    statement = _statement_for({Status.QUEUED}, Status.SUBMITTED, shape["values"], shape["guards"], rows="list")
+    params = {"action_ids": list(action_ids), **_bind(shape["values"], shape["guards"], now)}
     rows = _guarded_execute(session, statement, params, many=True)
     if rows:
         session.execute(_EVENT, [_event(row.id, {Status.QUEUED}, Status.SUBMITTED, now=now, actor=actor, reason=None)
@@ -353,18 +374,16 @@ def publish_many(
     """
     if not published:
         return
-    statement = _statement((Status.SUBMITTED.value,), Status.PUBLISHED.value,
-                           ("failure_code", "finished_at", "last_error", "provider_id"), ("token",), rows="each")
+    statement = _statement_for({Status.SUBMITTED}, Status.PUBLISHED, _publish_values(None, now), {"token": {}},
+                               rows="each")
     result = session.execute(statement, [
-        {"action_id": action_id, "now": now, "held_token": token, "set_provider_id": provider_id,
-         "set_finished_at": now, "set_last_error": None, "set_failure_code": None}
+        {"action_id": action_id, **_bind(_publish_values(provider_id, now), {"token": {"held_token": token}}, now)}
         for action_id, token, provider_id in published
     ])
     if result.rowcount != len(published):
         raise RuntimeError(f"publish_many moved {result.rowcount} of {len(published)} rows this transaction claimed")
     session.execute(_EVENT, [
-        _event(action_id, {Status.SUBMITTED}, Status.PUBLISHED, now=now, actor=actor,
-               reason="provider accepted" + (f" as {provider_id}" if provider_id else ""))
+        _event(action_id, {Status.SUBMITTED}, Status.PUBLISHED, now=now, actor=actor, reason=_accepted(provider_id))
         for action_id, _, provider_id in published
     ])
 

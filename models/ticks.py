@@ -45,7 +45,7 @@ from models import lifecycle
 from models.actions import FailureCode, ScheduledAction, Status
 from models.clock_runs import run_recorded
 from models.database import read_session, write_session
-from models.dispatch import DispatchContext, dispatch_actions, is_late, late_message
+from models.dispatch import DispatchContext, chunks, dispatch_actions, is_late, late_message
 from models.lifecycle import Actor
 from models.policy import Policy
 
@@ -76,10 +76,8 @@ class InlineDispatcher:
 
     def dispatch_now(self, action_ids: list[int], clock_run_id: int) -> Counter:
         counts: Counter = Counter()
-        size = self.context.policy.dispatch_chunk
-        for start in range(0, len(action_ids), size):
-            results = dispatch_actions(action_ids[start:start + size], self.context, clock_run_id=clock_run_id)
-            counts.update(result.label for result in results)
+        for chunk in chunks(action_ids, self.context.policy.dispatch_chunk):
+            counts.update(result.label for result in dispatch_actions(chunk, self.context, clock_run_id=clock_run_id))
         return counts
 
     def dispatch_at(self, due, clock_run_id) -> None:

@@ -22,15 +22,20 @@ def provider_for(kind: str) -> Provider | LocalProvider:
         raise LookupError(f"no provider for channel kind {kind!r}") from None
 
 
+def is_local(kind: str) -> bool:
+    """Whether ``kind``'s provider delivers into Tickwork's own database (an unknown kind does not)."""
+    return kind in PROVIDERS and bool(getattr(PROVIDERS[kind], "local", False))
+
+
 def send_alone(kind: str, delivery: Delivery, context: SendContext) -> SendResult:
     """One delivery outside any dispatch (a channel's test send); a local provider writes in a transaction of its own."""
     provider = provider_for(kind)
-    if not getattr(provider, "local", False):
+    if not is_local(kind):
         return provider.send(delivery, context)
     with write_session() as session:
         (result,) = provider.deliver([delivery], replace(context, session=session))
     return result
 
 
-__all__ = ["PROVIDERS", "Delivery", "LocalProvider", "Provider", "SendContext", "SendOutcome", "SendResult", "provider_for",
-           "send_alone"]
+__all__ = ["PROVIDERS", "Delivery", "LocalProvider", "Provider", "SendContext", "SendOutcome", "SendResult",
+           "is_local", "provider_for", "send_alone"]
