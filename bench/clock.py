@@ -76,10 +76,10 @@ def make_app(database_url: str, queue_url: str = "immediate"):
 
 
 def workspace_with_log_channel(app, kind: str = "log", config: dict | None = None) -> tuple[int, int]:
-    from models.accounts import Workspace
-    from models.channels import Channel
-    from models.database import write_session
-    from webapp.runtime import runtime
+    from models.accounts.tables import Workspace
+    from models.channels.tables import Channel
+    from models.core.database import write_session
+    from models.core.runtime import runtime
 
     with app.app_context(), write_session() as session:
         now = runtime().now()
@@ -94,9 +94,9 @@ def workspace_with_log_channel(app, kind: str = "log", config: dict | None = Non
 
 def insert_rows(app, ws: int, channel: int, publish_ats: list[datetime], status: str = "queued",
                 chunk: int = 5000) -> None:
-    from models.actions import ScheduledAction
-    from models.database import write_session
-    from webapp.runtime import runtime
+    from models.actions.tables import ScheduledAction
+    from models.core.database import write_session
+    from models.core.runtime import runtime
 
     with app.app_context():
         now = runtime().now()
@@ -110,8 +110,8 @@ def insert_rows(app, ws: int, channel: int, publish_ats: list[datetime], status:
 
 
 def count(app, status: str) -> int:
-    from models.actions import ScheduledAction
-    from models.database import read_session
+    from models.actions.tables import ScheduledAction
+    from models.core.database import read_session
 
     with app.app_context(), read_session() as session:
         return session.scalar(select(func.count()).select_from(ScheduledAction).where(ScheduledAction.status == status))
@@ -214,8 +214,8 @@ def bench_drain(kind: str, pg_admin: str | None, rows: int, workdir: Path, worke
         for consumer in running:
             stop(consumer)
         # The raw loop on the same database in the same run, over fresh rows.
-        from models.actions import ScheduledAction
-        from models.database import read_session
+        from models.actions.tables import ScheduledAction
+        from models.core.database import read_session
 
         insert_rows(app, ws, channel, [now] * rows)
         with app.app_context(), read_session() as session:
@@ -240,9 +240,9 @@ def bench_drain(kind: str, pg_admin: str | None, rows: int, workdir: Path, worke
 def bench_lateness(actions: int, minutes: float, workdir: Path, kind: str = "sqlite", pg_admin: str | None = None) -> dict:
     """Actions spread over ``minutes`` through a real consumer; half scheduled up front (the tick hands
     them over with an eta), half created while it runs (the on_due_soon hook hands them over)."""
-    from models.actions import ScheduledAction
-    from models.database import read_session
-    from models.outbox import OutboxEntry
+    from models.actions.tables import ScheduledAction
+    from models.core.database import read_session
+    from models.channels.outbox import OutboxEntry
 
     database_url = fresh_database(kind, pg_admin, workdir)
     queue_url = queue_url_for(kind, database_url, workdir)
@@ -283,12 +283,12 @@ def bench_lateness(actions: int, minutes: float, workdir: Path, kind: str = "sql
 
 
 def _create_announced(app, ws: int, channel: int, publish_ats: list[datetime]) -> None:
-    from models.channels import Channel
-    from models.database import write_session
-    from models.actions import Origin
-    from models.lifecycle import Actor
-    from models.scheduling import NewAction, create_action
-    from webapp.runtime import runtime
+    from models.channels.tables import Channel
+    from models.core.database import write_session
+    from models.actions.tables import Origin
+    from models.core.moves import Actor
+    from models.actions.scheduling import NewAction, create_action
+    from models.core.runtime import runtime
 
     with app.app_context():
         rt = runtime()
@@ -307,8 +307,8 @@ def _create_announced(app, ws: int, channel: int, publish_ats: list[datetime]) -
 
 def bench_tickquery(kind: str, pg_admin: str | None, workdir: Path) -> dict:
     """The tick's due-batch query at 10,000 and at 1,000,000 rows, about 90 % of them terminal history."""
-    from models.database import read_session
-    from models.ticks import due_batch
+    from models.core.database import read_session
+    from models.clock.tick import due_batch
 
     result = {"bench": "tickquery", "db": kind}
     for total in (10_000, 1_000_000):
@@ -335,7 +335,7 @@ def bench_tickquery(kind: str, pg_admin: str | None, workdir: Path) -> dict:
 
 def _bulk_history(app, database_url: str, ws: int, channel: int, total: int) -> None:
     """``total`` rows: 1,000 queued and due, the rest 90 % terminal history and 10 % queued for later."""
-    from models.database import db
+    from models.core.database import db
 
     with app.app_context(), db.engine.begin() as conn:
         if conn.dialect.name == "postgresql":

@@ -50,7 +50,7 @@ def migrate(url: str) -> None:
 
 
 def make_app(url: str):
-    from models.clock import FrozenClock
+    from models.timing.clock import FrozenClock
     from webapp import create_app
 
     return create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": SECRET, "TICKWORK_QUEUE_URL": "immediate",
@@ -78,9 +78,9 @@ COLUMNS = ("workspace_id", "action_type", "target_key", "channel_id", "payload",
 
 
 def bulk_load(app, total: int) -> None:
-    from models.accounts import Membership, User, Workspace
-    from models.channels import Channel
-    from models.database import db, write_session
+    from models.accounts.tables import Membership, User, Workspace
+    from models.channels.tables import Channel
+    from models.core.database import db, write_session
 
     with app.app_context():
         with write_session() as session:
@@ -175,7 +175,7 @@ def run(backend: str, admin_url: str | None, sizes: list[int]) -> dict[int, dict
         bulk_load(app, total)
         loaded = time.perf_counter() - started
         results[total] = measure(app)
-        from models.database import db
+        from models.core.database import db
 
         with app.app_context():
             db.engine.dispose()

@@ -45,12 +45,12 @@ def migrate(url: str) -> None:
 
 def build(app, history: int) -> None:
     """A workspace with one channel, ``POSTS`` approved posts without rows, and ``history`` terminal rows."""
-    from models.accounts import Workspace
-    from models.actions import ScheduledAction
-    from models.channels import Channel
-    from models.database import db, write_session
-    from models.guard import drop_publish_guard, install_publish_guard
-    from models.posts import Post, PostTarget, thing_id_of
+    from models.accounts.tables import Workspace
+    from models.actions.tables import ScheduledAction
+    from models.channels.tables import Channel
+    from models.core.database import db, write_session
+    from models.actions.guard import drop_publish_guard, install_publish_guard
+    from models.posts.tables import Post, PostTarget, thing_id_of
 
     with app.app_context():
         with write_session() as session:
@@ -105,8 +105,8 @@ def build(app, history: int) -> None:
 
 
 def timed_pass(app) -> tuple[float, dict]:
-    from models.reconciler import run_reconciler
-    from webapp.runtime import runtime
+    from models.posts.reconciler import run_reconciler
+    from models.core.runtime import runtime
 
     with app.app_context():
         rt = runtime()
@@ -116,7 +116,7 @@ def timed_pass(app) -> tuple[float, dict]:
 
 
 def make_app(url: str):
-    from models.clock import FrozenClock
+    from models.timing.clock import FrozenClock
     from webapp import create_app
 
     migrate(url)
@@ -127,7 +127,7 @@ def make_app(url: str):
 def compare(urls: dict[int, str], label: str) -> list[dict]:
     """Build one database per history size, then time the passes. The steady passes alternate
     between the databases and the best of each is kept, so a busy machine slows both alike."""
-    from models.database import db
+    from models.core.database import db
 
     apps, results = {}, {}
     for size, url in urls.items():

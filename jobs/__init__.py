@@ -20,7 +20,7 @@ __all__ = ["huey", "init_app"]
 
 
 def init_app(app: Flask) -> None:
-    from webapp.config import ConfigurationError
+    from models.core.errors import ConfigurationError
 
     try:
         huey.configure(app.config["TICKWORK_QUEUE_URL"])

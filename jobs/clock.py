@@ -9,9 +9,9 @@ clock-run row). Tests and other code call them directly::
 """
 
 from jobs.tasks import current_dispatcher
-from models.reconciler import run_reconciler
-from models.ticks import run_recovery, run_tick
-from webapp.runtime import runtime
+from models.posts.reconciler import run_reconciler
+from models.clock.tick import run_recovery, run_tick
+from models.core.runtime import runtime
 
 
 def tick_once(inline: bool | None = None) -> dict:

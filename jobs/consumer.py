@@ -9,8 +9,8 @@ from flask import Flask
 from huey.storage import SqliteStorage
 
 from jobs.queue import huey
-from models import heartbeats
-from webapp.runtime import runtime
+from models.clock import heartbeats
+from models.core.runtime import runtime
 
 log = logging.getLogger("tickwork.consumer")
 

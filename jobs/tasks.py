@@ -5,9 +5,9 @@ from collections import Counter
 from datetime import datetime
 
 from jobs.queue import huey, task_app
-from models.dispatch import DispatchContext, DispatchOutcome, chunks, dispatch_actions
-from models.ticks import InlineDispatcher
-from webapp.runtime import runtime
+from models.clock.dispatch import DispatchContext, DispatchOutcome, chunks, dispatch_actions
+from models.clock.tick import InlineDispatcher
+from models.core.runtime import runtime
 
 log = logging.getLogger("tickwork.jobs")
 

@@ -13,7 +13,7 @@ from logging.config import fileConfig
 from alembic import context
 from flask import current_app
 
-from models.database import WRITE_OPTION
+from models.core.database import WRITE_OPTION
 
 config = context.config
 if config.config_file_name:

@@ -1,10 +1,4 @@
-"""Tickwork's domain: the models and the operations on them.
+"""Tickwork's domain: one package per concept, layered (see ``docs/architecture.md``).
 
-Importing this package registers every table on ``Base.metadata``.
+Importing this package loads nothing; :mod:`models.wings` puts the whole domain together.
 """
-
-from models import accounts, actions, channels, outbox  # noqa: F401
-from models import posts  # noqa: F401
-from models.base import Base
-
-__all__ = ["Base"]

@@ -4,14 +4,14 @@ from datetime import time, timedelta
 
 from sqlalchemy import select
 
-from models import lifecycle
-from models.accounts import Membership, User, Workspace
-from models.actions import CancelKind, FailureCode, Origin
-from models.channels import Channel
-from models.database import write_session
-from models.errors import Conflict
-from models.lifecycle import Actor
-from models.scheduling import NewAction, insert_action
+from models.actions import lifecycle
+from models.accounts.tables import Membership, User, Workspace
+from models.actions.tables import CancelKind, FailureCode, Origin
+from models.channels.tables import Channel
+from models.core.database import write_session
+from models.core.errors import Conflict
+from models.core.moves import Actor
+from models.actions.scheduling import NewAction, insert_action
 
 DEMO_WORKSPACE = "Demo Bakery"
 DEMO_PASSWORD = "tickwork-demo"
@@ -90,8 +90,8 @@ def _demo_due_soon(session, workspace_id, channels, now):
 
 def _demo_posts(session, workspace_id, policy, now):
     """Posts over the next three weeks, most approved (the reconciler queues them), a few drafts."""
-    from models.posts import approve_post, create_post
-    from models.wall_time import to_local
+    from models.posts.operations import approve_post, create_post
+    from models.timing.wall_time import to_local
 
     marketer = Actor(label="user:marketer@demo.test")
     today = to_local(now, "America/New_York").date()
@@ -128,7 +128,7 @@ def _demo_actions(session, workspace_id, channels, now):
                                      actor=person, reason="cancelled by admin@demo.test")
                 continue
             claimed = lifecycle.claim(session, row.id, now=publish_at, actor=tick)
-            token = claimed.action.claim_token
+            token = claimed.row.claim_token
             if index % 9 == 0:
                 lifecycle.fail(session, row.id, claim_token=token, code=FailureCode.PERMANENT,
                                message=_REFUSALS[action_type], now=publish_at + timedelta(seconds=2), actor=tick)

@@ -15,6 +15,9 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432; then
   for _ in $(seq 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
 fi
 
+# The house's shape: the import contracts in pyproject.toml (layers, no loops).
+.venv/bin/lint-imports --no-logo
+
 set +e
 .venv/bin/python -m pytest "$@"
 status=$?

@@ -18,7 +18,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from models.clock import FrozenClock
+from models.timing.clock import FrozenClock
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN_URL = os.environ.get("TICKWORK_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -142,7 +142,7 @@ def app_config(database_url, clock, tmp_path):
 
 @pytest.fixture
 def app(app_config):
-    from models.database import db
+    from models.core.database import db
     from webapp import create_app
 
     app = create_app(app_config)
@@ -162,7 +162,7 @@ WORLD_PASSWORD = "correct horse battery"
 @functools.lru_cache(maxsize=None)
 def password_hash(password: str) -> str:
     """Argon2 is slow on purpose; hash each test password once per run."""
-    from models.accounts import User
+    from models.accounts.tables import User
 
     user = User()
     user.set_password(password)
@@ -184,10 +184,11 @@ class World:
 
 def make_world(app, name: str = "Acme", zone: str = "America/New_York", channel_kind: str = "log",
                channel_config: dict | None = None, secret: str | None = None) -> World:
-    from models.accounts import Membership, User, Workspace, issue_token
-    from models.channels import Channel
-    from models.database import write_session
-    from webapp.runtime import runtime
+    from models.accounts.tables import Membership, User, Workspace
+    from models.accounts.tokens import issue_token
+    from models.channels.tables import Channel
+    from models.core.database import write_session
+    from models.core.runtime import runtime
 
     with app.app_context():
         rt = runtime()

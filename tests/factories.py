@@ -4,11 +4,11 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from models.actions import Origin
-from models.channels import Channel
-from models.database import write_session
-from models.lifecycle import Actor
-from models.scheduling import NewAction, insert_action
+from models.actions.tables import Origin
+from models.channels.tables import Channel
+from models.core.database import write_session
+from models.core.moves import Actor
+from models.actions.scheduling import NewAction, insert_action
 
 SOMEONE = Actor(label="user:test")
 
@@ -16,7 +16,7 @@ SOMEONE = Actor(label="user:test")
 def add_action(app, world, *, publish_at=None, thing_id=None, target_key="t1", action_type="send_email",
                payload=None, origin=Origin.PERSON, created_at=None):
     """Insert one queued action in ``world``'s workspace and return its id."""
-    from webapp.runtime import runtime
+    from models.core.runtime import runtime
 
     with app.app_context():
         now = runtime().now()
@@ -34,7 +34,7 @@ def add_action(app, world, *, publish_at=None, thing_id=None, target_key="t1", a
 
 def add_due_actions(app, world, count, *, publish_at, action_type="send_email"):
     """Insert ``count`` due actions in one transaction; returns their ids in (publish_at, id) order."""
-    from webapp.runtime import runtime
+    from models.core.runtime import runtime
 
     with app.app_context():
         now = runtime().now()

@@ -5,7 +5,7 @@ from pathlib import Path
 from flask import Flask
 from werkzeug.routing import IntegerConverter
 
-from models.clock import SystemClock
+from models.timing.clock import SystemClock
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
@@ -31,9 +31,11 @@ def create_app(test_config: dict | None = None) -> Flask:
     finish_settings(app.config, app.instance_path)
 
     import jobs
-    from models.database import configure_engine, db
-    from models.secrets_box import SecretBox
-    from webapp import api, auth, cli, errors, pages, runtime
+    import models.wings  # noqa: F401  (every table on the metadata, before anything uses it)
+    from models.core import runtime
+    from models.core.database import configure_engine, db
+    from models.core.secrets_box import SecretBox
+    from webapp import api, auth, cli, errors, pages
     from webapp.extensions import csrf, migrate
 
     db.init_app(app)

@@ -6,10 +6,11 @@ from functools import wraps
 from flask import Flask, g, request
 from flask_login import LoginManager
 
-from models.accounts import Role, User, Workspace, find_token
-from models.database import db
-from models.errors import DomainError, Forbidden
-from models.lifecycle import Actor
+from models.accounts.tables import Role, User, Workspace
+from models.accounts.tokens import find_token
+from models.core.database import db
+from models.core.errors import DomainError, Forbidden
+from models.core.moves import Actor
 
 login_manager = LoginManager()
 login_manager.login_view = "pages.login"
@@ -55,7 +56,7 @@ def api_caller() -> ApiCaller:
     token = find_token(db.session, raw.strip())
     if token is None:
         raise Unauthorized("this token is not valid")
-    from models.accounts import membership_role
+    from models.accounts.members import membership_role
 
     role = membership_role(db.session, token.user_id, token.workspace_id)
     if role is None:

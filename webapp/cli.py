@@ -10,12 +10,14 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from jobs import cli as jobs_cli
-from models.accounts import Membership, Role, User, Workspace, issue_token
-from models.channels import Channel, validate_channel
-from models.database import db, write_session
-from models.errors import DomainError
-from models.wall_time import InvalidTimezone
-from webapp.runtime import runtime
+from models.accounts.tables import Membership, Role, User, Workspace
+from models.accounts.tokens import issue_token
+from models.channels.tables import Channel
+from models.channels.operations import validate_channel
+from models.core.database import db, write_session
+from models.core.errors import DomainError
+from models.timing.wall_time import InvalidTimezone
+from models.core.runtime import runtime
 
 
 def _fail(message: str):
@@ -184,7 +186,7 @@ cli = FlaskGroup(create_app=_create_app, add_version_option=False, help="Tickwor
 
 
 def main():
-    from webapp.config import ConfigurationError
+    from models.core.errors import ConfigurationError
 
     try:
         cli.main(prog_name="tickwork")

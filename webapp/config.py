@@ -5,11 +5,8 @@ import os
 import secrets
 from pathlib import Path
 
-from models.policy import Policy
-
-
-class ConfigurationError(Exception):
-    """A setting Tickwork cannot start with; the message names the setting and what it expects."""
+from models.core.errors import ConfigurationError
+from models.core.policy import Policy
 
 
 def _secret_key(instance_path: Path) -> str:

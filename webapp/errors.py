@@ -4,7 +4,7 @@ from flask import Flask, jsonify, make_response, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
-from models.errors import DomainError
+from models.core.errors import DomainError
 
 
 def error_body(code: str, message: str, field: str | None = None, **extra) -> dict:

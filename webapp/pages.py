@@ -4,11 +4,11 @@ from flask import Blueprint, Flask, flash, make_response, redirect, render_templ
 from flask_login import current_user, login_required, login_user, logout_user
 from sqlalchemy import func, select
 
-from models.accounts import User
-from models.database import db
-from models.errors import Forbidden
+from models.accounts.tables import User
+from models.core.database import db
+from models.core.errors import Forbidden
 from webapp.auth import login_manager
-from webapp.runtime import runtime
+from models.core.runtime import runtime
 from webapp.views.context import is_htmx, memberships_of, viewer
 
 bp = Blueprint("pages", __name__)
@@ -35,10 +35,10 @@ def login():
             login_user(user)
             return redirect(_safe_next(request.form.get("next")) or url_for("pages.index"), code=303)
         flash("That email and password do not match.")
-        return render_template("login.html", email=email, next=request.form.get("next", "")), 401
+        return render_template("pages/login.html", email=email, next=request.form.get("next", "")), 401
     if current_user.is_authenticated:
         return redirect(url_for("pages.index"))
-    return render_template("login.html", email="", next=_safe_next(request.args.get("next")) or "")
+    return render_template("pages/login.html", email="", next=_safe_next(request.args.get("next")) or "")
 
 
 @bp.post("/logout")

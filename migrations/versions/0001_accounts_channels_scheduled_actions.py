@@ -8,8 +8,67 @@ Create Date: 2026-11-30 02:41:34.678478
 import sqlalchemy as sa
 from alembic import op
 
-import models.types
-from models.guard import drop_publish_guard, install_publish_guard
+import models.core.types
+
+# The publish guard as this revision installs it: its own copy of the SQL, so a later change
+# to the guard in the models can never rewrite what this revision did.
+GUARD_MESSAGE = "duplicate-publish guard: published sibling exists"
+_SIBLING_PUBLISHED = """
+    SELECT 1 FROM scheduled_actions s
+    WHERE s.workspace_id = NEW.workspace_id
+      AND s.action_type = NEW.action_type
+      AND s.thing_id = NEW.thing_id
+      AND s.target_key = NEW.target_key
+      AND s.status = 'published'
+      AND s.id {ne} NEW.id
+"""
+POSTGRES_GUARD = [
+    f"""
+    CREATE OR REPLACE FUNCTION tickwork_publish_guard() RETURNS trigger AS $$
+    BEGIN
+      IF NEW.status IN ('queued', 'submitted') AND NEW.thing_id IS NOT NULL THEN
+        IF EXISTS ({_SIBLING_PUBLISHED.format(ne="<>")}) THEN
+          RAISE EXCEPTION '{GUARD_MESSAGE}' USING ERRCODE = '23505';
+        END IF;
+      END IF;
+      RETURN NEW;
+    END;
+    $$ LANGUAGE plpgsql
+    """,
+    "DROP TRIGGER IF EXISTS scheduled_actions_publish_guard ON scheduled_actions",
+    """
+    CREATE TRIGGER scheduled_actions_publish_guard
+    BEFORE INSERT OR UPDATE ON scheduled_actions
+    FOR EACH ROW EXECUTE FUNCTION tickwork_publish_guard()
+    """,
+]
+_SQLITE_BODY = f"""
+    WHEN NEW.status IN ('queued', 'submitted') AND NEW.thing_id IS NOT NULL
+    BEGIN
+      SELECT RAISE(ABORT, '{GUARD_MESSAGE}')
+      WHERE EXISTS ({_SIBLING_PUBLISHED.format(ne="IS NOT")});
+    END
+"""
+SQLITE_GUARD = [
+    "DROP TRIGGER IF EXISTS scheduled_actions_publish_guard_insert",
+    "DROP TRIGGER IF EXISTS scheduled_actions_publish_guard_update",
+    f"CREATE TRIGGER scheduled_actions_publish_guard_insert BEFORE INSERT ON scheduled_actions {_SQLITE_BODY}",
+    f"CREATE TRIGGER scheduled_actions_publish_guard_update BEFORE UPDATE ON scheduled_actions {_SQLITE_BODY}",
+]
+
+
+def install_publish_guard(connection) -> None:
+    for statement in POSTGRES_GUARD if connection.dialect.name == "postgresql" else SQLITE_GUARD:
+        connection.exec_driver_sql(statement)
+
+
+def drop_publish_guard(connection) -> None:
+    if connection.dialect.name == "postgresql":
+        connection.exec_driver_sql("DROP TRIGGER IF EXISTS scheduled_actions_publish_guard ON scheduled_actions")
+        connection.exec_driver_sql("DROP FUNCTION IF EXISTS tickwork_publish_guard()")
+    else:
+        for statement in SQLITE_GUARD[:2]:
+            connection.exec_driver_sql(statement)
 
 
 # revision identifiers, used by Alembic.
@@ -24,8 +83,8 @@ def upgrade():
     op.create_table('clock_runs',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('kind', sa.String(length=32), nullable=False),
-    sa.Column('started_at', models.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('finished_at', models.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('started_at', models.core.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('finished_at', models.core.types.UTCDateTime(timezone=True), nullable=True),
     sa.Column('summary', sa.JSON(), nullable=True),
     sa.Column('error', sa.Text(), nullable=True),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_clock_runs'))
@@ -37,7 +96,7 @@ def upgrade():
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('email', sa.String(length=254), nullable=False),
     sa.Column('password_hash', sa.String(length=255), nullable=False),
-    sa.Column('created_at', models.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', models.core.types.UTCDateTime(timezone=True), nullable=False),
     sa.Column('is_active', sa.Boolean(), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_users')),
     sa.UniqueConstraint('email', name=op.f('uq_users_email'))
@@ -47,7 +106,7 @@ def upgrade():
     sa.Column('name', sa.String(length=100), nullable=False),
     sa.Column('timezone', sa.String(length=64), nullable=False),
     sa.Column('plan', sa.String(length=32), nullable=False),
-    sa.Column('created_at', models.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', models.core.types.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_workspaces')),
     sa.UniqueConstraint('name', name=op.f('uq_workspaces_name'))
     )
@@ -56,8 +115,8 @@ def upgrade():
     sa.Column('workspace_id', sa.Integer(), nullable=False),
     sa.Column('user_id', sa.Integer(), nullable=False),
     sa.Column('token_hash', sa.String(length=64), nullable=False),
-    sa.Column('created_at', models.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('revoked_at', models.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('created_at', models.core.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('revoked_at', models.core.types.UTCDateTime(timezone=True), nullable=True),
     sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_api_tokens_user_id_users'), ondelete='RESTRICT'),
     sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_api_tokens_workspace_id_workspaces'), ondelete='RESTRICT'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_api_tokens')),
@@ -70,7 +129,7 @@ def upgrade():
     sa.Column('kind', sa.String(length=16), nullable=False),
     sa.Column('config', sa.JSON(), nullable=False),
     sa.Column('secret_sealed', sa.Text(), nullable=True),
-    sa.Column('created_at', models.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', models.core.types.UTCDateTime(timezone=True), nullable=False),
     sa.CheckConstraint("kind IN ('log', 'webhook', 'smtp', 'postmark', 'twilio', 'mastodon')", name=op.f('ck_channels_kind')),
     sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_channels_workspace_id_workspaces'), ondelete='RESTRICT'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_channels'))
@@ -100,23 +159,23 @@ def upgrade():
     sa.Column('target_key', sa.String(length=255), nullable=False),
     sa.Column('channel_id', sa.Integer(), nullable=False),
     sa.Column('payload', sa.JSON(), nullable=False),
-    sa.Column('publish_at', models.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('publish_at', models.core.types.UTCDateTime(timezone=True), nullable=False),
     sa.Column('status', sa.String(length=16), server_default='queued', nullable=False),
     sa.Column('last_error', sa.Text(), nullable=True),
     sa.Column('failure_code', sa.String(length=32), nullable=True),
     sa.Column('attempt_count', sa.Integer(), server_default='0', nullable=False),
-    sa.Column('next_attempt_at', models.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('next_attempt_at', models.core.types.UTCDateTime(timezone=True), nullable=True),
     sa.Column('provider_id', sa.String(length=255), nullable=True),
     sa.Column('claim_token', sa.String(length=36), nullable=True),
-    sa.Column('submitted_at', models.types.UTCDateTime(timezone=True), nullable=True),
-    sa.Column('finished_at', models.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('submitted_at', models.core.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('finished_at', models.core.types.UTCDateTime(timezone=True), nullable=True),
     sa.Column('origin', sa.String(length=16), nullable=False),
     sa.Column('cancel_kind', sa.String(length=16), nullable=True),
     sa.Column('rescheduled_from_id', sa.Integer(), nullable=True),
     sa.Column('recurring_schedule_id', sa.Integer(), nullable=True),
     sa.Column('idempotency_key', sa.String(length=255), nullable=True),
-    sa.Column('created_at', models.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', models.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', models.core.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', models.core.types.UTCDateTime(timezone=True), nullable=False),
     sa.CheckConstraint("(status = 'cancelled') = (cancel_kind IS NOT NULL)", name=op.f('ck_scheduled_actions_cancel_kind_iff_cancelled')),
     sa.CheckConstraint("cancel_kind IS NULL OR cancel_kind IN ('person', 'rescheduled', 'orphaned')", name=op.f('ck_scheduled_actions_cancel_kind')),
     sa.CheckConstraint("origin IN ('reconciler', 'person', 'recurring')", name=op.f('ck_scheduled_actions_origin')),
@@ -142,7 +201,7 @@ def upgrade():
     sa.Column('action_id', sa.Integer(), nullable=False),
     sa.Column('from_status', sa.String(length=16), nullable=True),
     sa.Column('to_status', sa.String(length=16), nullable=False),
-    sa.Column('at', models.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('at', models.core.types.UTCDateTime(timezone=True), nullable=False),
     sa.Column('actor', sa.String(length=255), nullable=False),
     sa.Column('actor_user_id', sa.Integer(), nullable=True),
     sa.Column('clock_run_id', sa.Integer(), nullable=True),

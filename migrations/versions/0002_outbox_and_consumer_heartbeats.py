@@ -8,7 +8,7 @@ Create Date: 2026-11-30 02:43:23.847135
 import sqlalchemy as sa
 from alembic import op
 
-import models.types
+import models.core.types
 
 # revision identifiers, used by Alembic.
 revision = '0002'
@@ -23,8 +23,8 @@ def upgrade():
     sa.Column('name', sa.String(length=255), nullable=False),
     sa.Column('host', sa.String(length=255), nullable=False),
     sa.Column('pid', sa.Integer(), nullable=False),
-    sa.Column('started_at', models.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('beat_at', models.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('started_at', models.core.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('beat_at', models.core.types.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('name', name=op.f('pk_consumer_heartbeats'))
     )
     op.create_table('outbox_entries',
@@ -35,7 +35,7 @@ def upgrade():
     sa.Column('attempt', sa.Integer(), nullable=False),
     sa.Column('idempotency_key', sa.String(length=255), nullable=True),
     sa.Column('body', sa.JSON(), nullable=False),
-    sa.Column('created_at', models.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', models.core.types.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['action_id'], ['scheduled_actions.id'], name=op.f('fk_outbox_entries_action_id_scheduled_actions'), ondelete='RESTRICT'),
     sa.ForeignKeyConstraint(['channel_id'], ['channels.id'], name=op.f('fk_outbox_entries_channel_id_channels'), ondelete='RESTRICT'),
     sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_outbox_entries_workspace_id_workspaces'), ondelete='RESTRICT'),

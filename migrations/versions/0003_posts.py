@@ -11,7 +11,7 @@ Create Date: 2026-11-30 02:48:16.198283
 import sqlalchemy as sa
 from alembic import op
 
-import models.types
+import models.core.types
 
 # revision identifiers, used by Alembic.
 revision = '0003'
@@ -31,11 +31,11 @@ def upgrade():
     sa.Column('wall_time', sa.Time(), nullable=False),
     sa.Column('status', sa.String(length=16), nullable=False),
     sa.Column('revision', sa.Integer(), nullable=False),
-    sa.Column('created_at', models.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', models.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('approved_at', models.types.UTCDateTime(timezone=True), nullable=True),
-    sa.Column('published_at', models.types.UTCDateTime(timezone=True), nullable=True),
-    sa.Column('archived_at', models.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('created_at', models.core.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', models.core.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('approved_at', models.core.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('published_at', models.core.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('archived_at', models.core.types.UTCDateTime(timezone=True), nullable=True),
     sa.CheckConstraint("status IN ('draft', 'approved', 'published', 'archived')", name=op.f('ck_posts_status')),
     sa.ForeignKeyConstraint(['created_by_id'], ['users.id'], name=op.f('fk_posts_created_by_id_users'), ondelete='RESTRICT'),
     sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_posts_workspace_id_workspaces'), ondelete='RESTRICT'),

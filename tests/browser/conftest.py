@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from werkzeug.serving import make_server
 
-from models.clock import FrozenClock
+from models.timing.clock import FrozenClock
 from tests.conftest import T0, TEST_SECRET, make_world, migrate
 
 CHROMIUM = "/usr/bin/chromium"
@@ -44,7 +44,7 @@ def live(tmp_path_factory):
                             "url": f"http://127.0.0.1:{server.server_port}"})
     server.shutdown()
     thread.join(timeout=5)
-    from models.database import db
+    from models.core.database import db
 
     with app.app_context():
         db.engine.dispose()

@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from playwright.sync_api import expect
 
-from models.actions import ClockRun
-from models.database import write_session
+from models.clock.tables import ClockRun
+from models.core.database import write_session
 from tests.web.conftest import claim_and, make_action
 
 pytestmark = pytest.mark.browser

@@ -4,12 +4,12 @@ from datetime import timedelta
 
 from sqlalchemy import insert, select
 
-from models.actions import ActionEvent, Origin, ScheduledAction
-from models.channels import Channel
-from models.database import read_session, write_session
-from models.lifecycle import Actor
-from models.scheduling import NewAction, insert_action
-from webapp.runtime import runtime
+from models.actions.tables import ActionEvent, Origin, ScheduledAction
+from models.channels.tables import Channel
+from models.core.database import read_session, write_session
+from models.core.moves import Actor
+from models.actions.scheduling import NewAction, insert_action
+from models.core.runtime import runtime
 
 
 def add_actions(app, workspace_id: int, count: int = 1, *, action_type: str = "publish_post", channel: str = "main",
@@ -59,7 +59,7 @@ def tick(app, **kwargs) -> dict:
 def make_channel(app, kind: str = "log", config: dict | None = None, secret: str | None = None,
                  name: str = "main", workspace: str = "Acme") -> int:
     """A workspace with one channel and no people (hashing passwords is slow); returns the workspace id."""
-    from models.accounts import Workspace
+    from models.accounts.tables import Workspace
 
     with app.app_context():
         rt = runtime()

@@ -5,10 +5,10 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from models import lifecycle
-from models.actions import ActionEvent, FailureCode, ScheduledAction
-from models.database import write_session
-from models.lifecycle import Actor
+from models.actions import lifecycle
+from models.actions.tables import ActionEvent, FailureCode, ScheduledAction
+from models.core.database import write_session
+from models.core.moves import Actor
 from tests.conftest import make_world
 from tests.factories import add_action
 
@@ -147,7 +147,7 @@ def test_a_second_active_row_for_the_same_thing_and_target_is_a_409_naming_it(cl
 def test_an_active_row_beside_a_published_sibling_is_a_409_from_the_guard(app, client, world, clock):
     published = add_action(app, world, thing_id="post-9", target_key="ada@example.com", publish_at=clock.now())
     with app.app_context(), write_session() as session:
-        token = lifecycle.claim(session, published, now=clock.now(), actor=JOB).action.claim_token
+        token = lifecycle.claim(session, published, now=clock.now(), actor=JOB).row.claim_token
         lifecycle.publish(session, published, claim_token=token, provider_id="p", now=clock.now(), actor=JOB)
     answer = create(client, world, thing_id="post-9")
     assert answer.status_code == 409 and answer.json["error"]["code"] == "already_published"
@@ -275,7 +275,7 @@ def test_reschedule_needs_the_ops_role(client, world):
 def _failed_via_api(app, client, world, clock):
     made = create(client, world, publish_at="2026-06-01T12:00:00Z").json["id"]
     with app.app_context(), write_session() as session:
-        token = lifecycle.claim(session, made, now=clock.now(), actor=JOB).action.claim_token
+        token = lifecycle.claim(session, made, now=clock.now(), actor=JOB).row.claim_token
         lifecycle.fail(session, made, claim_token=token, code=FailureCode.PERMANENT, message="bad recipient",
                        now=clock.now(), actor=JOB)
     return made

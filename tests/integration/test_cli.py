@@ -7,8 +7,8 @@ import subprocess
 import pytest
 from sqlalchemy import func, select
 
-from models.actions import ScheduledAction
-from models.database import read_session
+from models.actions.tables import ScheduledAction
+from models.core.database import read_session
 from tests.conftest import ROOT, TEST_SECRET
 
 

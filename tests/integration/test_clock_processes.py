@@ -19,13 +19,13 @@ from pytest_httpserver import HTTPServer
 from sqlalchemy import func, insert, select
 from werkzeug import Response
 
-from models.actions import ScheduledAction
-from models.clock import SystemClock
-from models.database import read_session, write_session
-from models.outbox import OutboxEntry
+from models.actions.tables import ScheduledAction
+from models.timing.clock import SystemClock
+from models.core.database import read_session, write_session
+from models.channels.outbox import OutboxEntry
 from tests.conftest import ROOT, TEST_SECRET
 from tests.integration.clock_helpers import make_channel
-from webapp.runtime import runtime
+from models.core.runtime import runtime
 
 pytestmark = pytest.mark.slow
 
@@ -83,7 +83,7 @@ def add_due_rows(app, workspace_id: int, count: int) -> list[int]:
     with app.app_context():
         now = runtime().now()
         with write_session() as session:
-            from models.channels import Channel
+            from models.channels.tables import Channel
 
             channel_id = session.scalar(select(Channel.id).where(Channel.workspace_id == workspace_id))
             ids = session.execute(insert(ScheduledAction).returning(ScheduledAction.id), [
@@ -196,7 +196,7 @@ def test_serve_runs_the_web_and_a_consumer_restarts_a_dead_child_and_stops_clean
     env = env_for(database_url, f"sqlite:///{tmp_path / 'queue.db'}")
     workspace_id = make_channel(app)
     with app.app_context(), write_session() as session:
-        from models.channels import Channel
+        from models.channels.tables import Channel
 
         channel_id = session.scalar(select(Channel.id).where(Channel.workspace_id == workspace_id))
         now = runtime().now()

@@ -7,13 +7,13 @@ import pytest
 from sqlalchemy import select
 
 from jobs.queue import huey
-from models.database import read_session, write_session
-from models.heartbeats import beat, forget, live_consumers
-from models.lifecycle import Actor
-from models.outbox import OutboxEntry
-from models.scheduling import cancel_action
+from models.core.database import read_session, write_session
+from models.clock.heartbeats import beat, forget, live_consumers
+from models.core.moves import Actor
+from models.channels.outbox import OutboxEntry
+from models.actions.scheduling import cancel_action
 from tests.integration.clock_helpers import add_actions, make_channel, row, tick
-from webapp.runtime import runtime
+from models.core.runtime import runtime
 
 @pytest.fixture
 def app_config(app_config, tmp_path, backend, database_url):
@@ -158,7 +158,7 @@ def test_immediate_mode_hands_nothing_ahead(app_config, tmp_path):
     summary = tick(app)
     assert summary["mode"] == "inline" and summary["scheduled_ahead"] == 0 and summary["due"] == 0
     assert huey.immediate and len(huey.storage.enqueued_items()) == 0
-    from models.database import db
+    from models.core.database import db
 
     with app.app_context():
         db.engine.dispose()
@@ -179,7 +179,7 @@ def test_consumer_heartbeats_are_written_and_read_back(app, clock):
 
 
 def test_a_queue_outage_does_not_fail_the_write_that_made_a_row_due_soon(app_config, clock):
-    from models.database import db
+    from models.core.database import db
     from tests.conftest import make_world
     from webapp import create_app
 

@@ -7,17 +7,18 @@ from datetime import timedelta
 from sqlalchemy import func, select
 from werkzeug import Response
 
-from models import lifecycle
-from models.actions import ActionEvent, ClockRun, ScheduledAction
-from models.clock_runs import run_event_counts
-from models.database import read_session, write_session
-from models.lifecycle import Actor
-from models.outbox import OutboxEntry
-from models.scheduling import retry_action
-from models.ticks import recover_lost_workers
+from models.actions import lifecycle
+from models.actions.tables import ActionEvent, ScheduledAction
+from models.clock.tables import ClockRun
+from models.clock.runs import run_event_counts
+from models.core.database import read_session, write_session
+from models.core.moves import Actor
+from models.channels.outbox import OutboxEntry
+from models.actions.scheduling import retry_action
+from models.clock.tick import recover_lost_workers
 from tests.integration.clock_helpers import (add_actions, events, make_channel, publish_a_legacy_sibling_of, row,
                                              rows, tick)
-from webapp.runtime import runtime
+from models.core.runtime import runtime
 
 import pytest
 
@@ -156,7 +157,7 @@ def claim_and_abandon(app, action_id: int) -> str:
     with app.app_context(), write_session() as session:
         moved = lifecycle.claim(session, action_id, now=runtime().now(), actor=Actor.job("dispatch"))
         assert moved.ok
-        return moved.action.claim_token
+        return moved.row.claim_token
 
 
 def test_a_row_left_submitted_past_the_recovery_timeout_fails_as_worker_lost_and_is_never_resent(app, clock, workspace):
@@ -207,7 +208,7 @@ def test_a_legacy_duplicate_beside_a_published_sibling_is_failed_not_retried_eve
 
 
 def test_a_row_that_is_no_longer_queued_is_skipped_without_a_send(app, workspace):
-    from models.dispatch import DispatchContext, dispatch_action
+    from models.clock.dispatch import DispatchContext, dispatch_action
 
     (action_id,) = add_actions(app, workspace, 1)
     tick(app)

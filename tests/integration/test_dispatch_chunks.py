@@ -7,14 +7,14 @@ from sqlalchemy import func, select, text
 
 import pytest
 
-from models import lifecycle
-from models.actions import ActionEvent, ScheduledAction
-from models.database import read_session, write_session
-from models.dispatch import DispatchContext, dispatch_actions
-from models.lifecycle import Actor
-from models.outbox import OutboxEntry
+from models.actions import lifecycle
+from models.actions.tables import ActionEvent, ScheduledAction
+from models.core.database import read_session, write_session
+from models.clock.dispatch import DispatchContext, dispatch_actions
+from models.core.moves import Actor
+from models.channels.outbox import OutboxEntry
 from tests.integration.clock_helpers import add_actions, events, make_channel, publish_a_legacy_sibling_of, row, rows
-from webapp.runtime import runtime
+from models.core.runtime import runtime
 
 JOB = Actor.job("test")
 
@@ -59,7 +59,7 @@ def test_claim_many_claims_only_the_due_queued_rows_with_attempts_left_under_one
 
 
 def test_claim_many_refused_by_the_publish_guard_changes_nothing(app, clock):
-    from models.guard import PublishGuardViolation
+    from models.actions.guard import PublishGuardViolation
 
     workspace_id = make_channel(app)
     ids = add_actions(app, workspace_id, 3, thing_prefix="post")
@@ -97,8 +97,8 @@ def test_a_chunk_of_log_rows_is_claimed_delivered_and_published_together(app, cl
 
 def test_a_log_delivery_that_cannot_be_written_leaves_its_whole_chunk_queued_and_unsent(app, clock, backend):
     """The outbox entry and the published status commit together: a failed write undoes the claims too."""
-    from models.dispatch import deliver_locally
-    from models.channels import Channel
+    from models.clock.dispatch import deliver_locally
+    from models.channels.tables import Channel
 
     workspace_id = make_channel(app)
     ids = add_actions(app, workspace_id, 3)

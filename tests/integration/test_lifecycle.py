@@ -9,10 +9,11 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from models import lifecycle
-from models.actions import ActionEvent, CancelKind, FailureCode, ScheduledAction, Status
-from models.database import write_session
-from models.lifecycle import ALLOWED_MOVES, Actor, Move, Refusal
+from models.actions import lifecycle
+from models.actions.tables import ActionEvent, CancelKind, FailureCode, ScheduledAction, Status
+from models.core.database import write_session
+from models.actions.lifecycle import ALLOWED_MOVES, Move
+from models.core.moves import Actor, Refusal
 from tests.conftest import ROOT, TEST_SECRET
 from tests.factories import add_action, add_due_actions
 
@@ -37,7 +38,7 @@ def _claimed(app, world, clock):
     action_id = add_action(app, world, publish_at=clock.now())
     outcome = _in(app, lambda s: lifecycle.claim(s, action_id, now=clock.now(), actor=JOB))
     assert outcome.ok
-    return action_id, outcome.action.claim_token
+    return action_id, outcome.row.claim_token
 
 
 def _failed(app, world, clock, attempts=1):
@@ -47,7 +48,7 @@ def _failed(app, world, clock, attempts=1):
     if attempts > 1:
         for _ in range(attempts - 1):
             _in(app, lambda s: lifecycle.retry(s, action_id, now=clock.now(), actor=JOB))
-            token = _in(app, lambda s: lifecycle.claim(s, action_id, now=clock.now(), actor=JOB)).action.claim_token
+            token = _in(app, lambda s: lifecycle.claim(s, action_id, now=clock.now(), actor=JOB)).row.claim_token
             _in(app, lambda s: lifecycle.fail(s, action_id, claim_token=token, code=FailureCode.PERMANENT,
                                               message="no", now=clock.now(), actor=JOB))
     return action_id
@@ -211,7 +212,7 @@ def test_a_claim_past_the_attempt_budget_is_refused_as_attempts_exhausted(app, w
     for _ in range(4):
         _in(app, lambda s: lifecycle.revert(s, action_id, claim_token=token, next_attempt_at=clock.now(),
                                             message="refused", now=clock.now(), actor=JOB))
-        token = _in(app, lambda s: lifecycle.claim(s, action_id, now=clock.now(), actor=JOB)).action.claim_token
+        token = _in(app, lambda s: lifecycle.claim(s, action_id, now=clock.now(), actor=JOB)).row.claim_token
     _in(app, lambda s: lifecycle.revert(s, action_id, claim_token=token, next_attempt_at=clock.now(),
                                         message="refused", now=clock.now(), actor=JOB))
     sixth = _in(app, lambda s: lifecycle.claim(s, action_id, now=clock.now(), actor=JOB))
@@ -285,11 +286,11 @@ def test_eight_threads_claiming_the_same_500_rows_claim_each_exactly_once(app, w
 CLAIMER = """
 import json, sys
 from datetime import datetime
-from models import lifecycle
-from models.database import write_session
-from models.lifecycle import Actor
+from models.actions import lifecycle
+from models.core.database import write_session
+from models.core.moves import Actor
 from webapp import create_app
-from models.clock import FrozenClock
+from models.timing.clock import FrozenClock
 app = create_app({"TICKWORK_CLOCK": FrozenClock(datetime.fromisoformat(sys.argv[1]))})
 ids = json.loads(sys.argv[2])
 won = []

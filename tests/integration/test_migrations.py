@@ -9,7 +9,7 @@ from alembic.script import ScriptDirectory
 from alembic.config import Config
 from sqlalchemy import create_engine, inspect, text
 
-from models.base import Base
+from models.core.base import Base
 from tests.conftest import ROOT, TEST_SECRET
 from webapp import MIGRATIONS_DIR
 

@@ -2,10 +2,10 @@
 
 from sqlalchemy import func, select, text
 
-from models.actions import ScheduledAction
-from models.channels import Channel
-from models.database import db, write_session
-from models.posts import Post, PostTarget
+from models.actions.tables import ScheduledAction
+from models.channels.tables import Channel
+from models.core.database import db, write_session
+from models.posts.tables import Post, PostTarget
 from tests.conftest import make_world
 
 # T0 is 2026-06-01T12:00Z, 08:00 in New York.
@@ -25,7 +25,7 @@ def _counts(app):
 
 def _add_channel(app, world, name, kind="log", config=None):
     with app.app_context(), write_session() as session:
-        from webapp.runtime import runtime
+        from models.core.runtime import runtime
 
         session.add(Channel(workspace_id=world.workspace_id, name=name, kind=kind, config=config or {},
                             created_at=runtime().now()))

@@ -4,11 +4,11 @@ import pytest
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from models import lifecycle
-from models.actions import CancelKind, FailureCode, ScheduledAction
-from models.database import write_session
-from models.guard import PublishGuardViolation, classify_integrity_error
-from models.lifecycle import Actor
+from models.actions import lifecycle
+from models.actions.tables import CancelKind, FailureCode, ScheduledAction
+from models.core.database import write_session
+from models.actions.guard import PublishGuardViolation, classify_integrity_error
+from models.core.moves import Actor
 from tests.factories import add_action
 
 JOB = Actor.job("test")
@@ -18,7 +18,7 @@ def _publish(app, action_id, at):
     with app.app_context(), write_session() as session:
         claimed = lifecycle.claim(session, action_id, now=at, actor=JOB)
         assert claimed.ok
-        assert lifecycle.publish(session, action_id, claim_token=claimed.action.claim_token, provider_id="p",
+        assert lifecycle.publish(session, action_id, claim_token=claimed.row.claim_token, provider_id="p",
                                  now=at, actor=JOB).ok
 
 
@@ -56,7 +56,7 @@ def test_a_retry_beside_a_published_sibling_surfaces_as_the_typed_guard_error(ap
     failed = add_action(app, world, thing_id="post-1", publish_at=clock.now())
     with app.app_context(), write_session() as session:
         claimed = lifecycle.claim(session, failed, now=clock.now(), actor=JOB)
-        lifecycle.fail(session, failed, claim_token=claimed.action.claim_token, code=FailureCode.PERMANENT,
+        lifecycle.fail(session, failed, claim_token=claimed.row.claim_token, code=FailureCode.PERMANENT,
                        message="bad token", now=clock.now(), actor=JOB)
     published = add_action(app, world, thing_id="post-1", publish_at=clock.now())
     _publish(app, published, clock.now())

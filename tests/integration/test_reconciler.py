@@ -14,18 +14,19 @@ from datetime import datetime, timezone
 import pytest
 from sqlalchemy import func, select, text
 
-from models import lifecycle
-from models.accounts import Workspace
-from models.actions import ActionEvent, ClockRun, FailureCode, ScheduledAction
-from models.channels import Channel
-from models.database import read_session, write_session
-from models.lifecycle import Actor
-from models.outbox import OutboxEntry
-from models.posts import Post, thing_id_of
-from models.reconciler import plan_pass, reconcile_workspaces
+from models.actions import lifecycle
+from models.accounts.tables import Workspace
+from models.actions.tables import ActionEvent, FailureCode, ScheduledAction
+from models.clock.tables import ClockRun
+from models.channels.tables import Channel
+from models.core.database import read_session, write_session
+from models.core.moves import Actor
+from models.channels.outbox import OutboxEntry
+from models.posts.tables import Post, thing_id_of
+from models.posts.reconciler import plan_pass, reconcile_workspaces
 from tests.conftest import ROOT, TEST_SECRET, make_world
 from tests.integration.clock_helpers import tick
-from webapp.runtime import runtime
+from models.core.runtime import runtime
 
 WORKER = Actor.job("test-worker")
 
@@ -138,7 +139,7 @@ def test_the_in_flight_yank_a_claimed_row_survives_unapproval(client, app, world
     assert [r.status for r in _rows(app, post_id)] == ["submitted"]  # the unapprove's own reconcile left it
     assert _reconcile(app)["removed"] == 0
     assert [r.status for r in _rows(app, post_id)] == ["submitted"]
-    published = _in_session(app, lambda s: lifecycle.publish(s, row.id, claim_token=claimed.action.claim_token,
+    published = _in_session(app, lambda s: lifecycle.publish(s, row.id, claim_token=claimed.row.claim_token,
                                                             provider_id="p-1", now=clock.now(), actor=WORKER))
     assert published.ok
 
@@ -162,7 +163,7 @@ def test_the_retry_that_was_deleted_an_admins_retry_on_an_archived_post_sends(cl
     clock.advance(minutes=30)
     [row] = _rows(app, post_id)
     claimed = _in_session(app, lambda s: lifecycle.claim(s, row.id, now=clock.now(), actor=WORKER))
-    _in_session(app, lambda s: lifecycle.fail(s, row.id, claim_token=claimed.action.claim_token,
+    _in_session(app, lambda s: lifecycle.fail(s, row.id, claim_token=claimed.row.claim_token,
                                              code=FailureCode.PERMANENT, message="refused", now=clock.now(),
                                              actor=WORKER))
     _call(client, world, post_id, "archive")
@@ -287,8 +288,8 @@ def test_the_stale_view_a_pass_waits_for_an_edit_in_flight_and_reads_it(client, 
     """The pass reads the post under its lock: an uncommitted edit makes it wait, then it sees the edit."""
     import threading
 
-    from models.posts import update_post
-    from models.reconciler import reconcile_post
+    from models.posts.operations import update_post
+    from models.posts.reconciler import reconcile_post
 
     post_id = _post(client, world)
     outcome = {}
@@ -411,7 +412,7 @@ def test_every_target_sent_marks_the_post_published_with_its_delivery(client, ap
 RACER = """
 import json, sys
 from datetime import datetime
-from models.clock import FrozenClock
+from models.timing.clock import FrozenClock
 from webapp import create_app
 app = create_app({"TICKWORK_CLOCK": FrozenClock(datetime.fromisoformat(sys.argv[1]))})
 role, rounds, start = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])

@@ -10,8 +10,8 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 from sqlalchemy import select
 
-from models.channels import Channel
-from models.database import read_session
+from models.channels.tables import Channel
+from models.core.database import read_session
 from tests.integration.clock_helpers import add_actions, events, make_channel, row, tick
 
 def free_port() -> int:

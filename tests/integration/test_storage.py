@@ -7,11 +7,11 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import IntegrityError, StatementError
 
-from models.accounts import ApiToken, Workspace
-from models.actions import ScheduledAction
-from models.channels import Channel
-from models.database import read_session, write_session
-from models.types import NaiveDatetimeError
+from models.accounts.tables import ApiToken, Workspace
+from models.actions.tables import ScheduledAction
+from models.channels.tables import Channel
+from models.core.database import read_session, write_session
+from models.core.types import NaiveDatetimeError
 from tests.factories import add_action
 
 
@@ -36,7 +36,7 @@ def test_instants_come_back_as_aware_utc_whatever_offset_went_in(app, world):
 def test_sqlite_connections_use_wal_a_busy_timeout_and_foreign_keys(tmp_path):
     from sqlalchemy import create_engine
 
-    from models.database import configure_engine
+    from models.core.database import configure_engine
 
     engine = create_engine(f"sqlite:///{tmp_path / 'settings.db'}")
     configure_engine(engine)

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from models.backoff import MAX_RETRY_AFTER, backoff_delay, parse_retry_after
+from models.timing.backoff import MAX_RETRY_AFTER, backoff_delay, parse_retry_after
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 BASE, CAP = timedelta(seconds=30), timedelta(minutes=30)

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from models.policy import Policy
+from models.core.policy import Policy
 
 
 def test_overrides_take_seconds_for_durations_and_whole_numbers_for_counts():

@@ -7,8 +7,8 @@ import pytest
 from huey.storage import PostgresStorage, RedisStorage, SqliteStorage
 
 from jobs.queue import TickworkHuey, storage_for
-from models.providers.base import SendContext, SendOutcome
-from models.providers.http import classify
+from models.channels.providers.base import SendContext, SendOutcome
+from models.channels.providers.http import classify
 
 
 @pytest.mark.parametrize("url,storage,kwargs", [

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.wall_time import InvalidTimezone, WallTimeShift, load_zone, resolve_wall_time, to_local
+from models.timing.wall_time import InvalidTimezone, WallTimeShift, load_zone, resolve_wall_time, to_local
 
 UTC = timezone.utc
 

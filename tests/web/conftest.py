@@ -10,12 +10,12 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from models import lifecycle
-from models.actions import FailureCode, Origin
-from models.channels import Channel
-from models.database import write_session
-from models.lifecycle import Actor
-from models.scheduling import NewAction, insert_action
+from models.actions import lifecycle
+from models.actions.tables import FailureCode, Origin
+from models.channels.tables import Channel
+from models.core.database import write_session
+from models.core.moves import Actor
+from models.actions.scheduling import NewAction, insert_action
 
 PASSWORD = "correct horse battery"
 HX = {"HX-Request": "true"}
@@ -80,7 +80,7 @@ def channel_of(session, world) -> Channel:
 def make_action(app, world, *, minutes=60, payload=None, action_type="send_email", target="a@example.test",
                 origin=Origin.PERSON, thing_id=None, created_by=None, publish_at=None):
     """One queued action ``minutes`` from now; returns its id."""
-    from webapp.runtime import runtime
+    from models.core.runtime import runtime
 
     with app.app_context():
         now = runtime().now()
@@ -98,7 +98,7 @@ def make_action(app, world, *, minutes=60, payload=None, action_type="send_email
 def claim_and(app, action_id, outcome: str, *, message="the provider said no", provider_id="prov-1",
               at=None):
     """Move a queued row through a claim to ``published`` or ``failed``, as the tick would."""
-    from webapp.runtime import runtime
+    from models.core.runtime import runtime
 
     with app.app_context():
         now = at or runtime().now()
@@ -106,7 +106,7 @@ def claim_and(app, action_id, outcome: str, *, message="the provider said no", p
             row = session.get(lifecycle.ScheduledAction, action_id)
             claimed = lifecycle.claim(session, action_id, now=max(now, row.publish_at), actor=TICK)
             assert claimed.ok, claimed
-            token = claimed.action.claim_token
+            token = claimed.row.claim_token
             when = max(now, row.publish_at)
             if outcome == "published":
                 done = lifecycle.publish(session, action_id, claim_token=token, provider_id=provider_id, now=when,
@@ -115,9 +115,9 @@ def claim_and(app, action_id, outcome: str, *, message="the provider said no", p
                 done = lifecycle.fail(session, action_id, claim_token=token, code=FailureCode.PERMANENT,
                                       message=message, now=when, actor=TICK)
             else:
-                return claimed.action
+                return claimed.row
             assert done.ok, done
-            return done.action
+            return done.row
 
 
 def make_post(app, world, *, body="Fresh bread at nine", day="2026-06-10", at="09:00", approve=True,
@@ -125,9 +125,9 @@ def make_post(app, world, *, body="Fresh bread at nine", day="2026-06-10", at="0
     """A post written and (by default) approved through the domain functions; returns its id."""
     from datetime import date, time
 
-    from models.accounts import User
-    from models.posts import approve_post, create_post
-    from webapp.runtime import runtime
+    from models.accounts.tables import User
+    from models.posts.operations import approve_post, create_post
+    from models.core.runtime import runtime
 
     with app.app_context():
         rt = runtime()
@@ -143,10 +143,10 @@ def make_post(app, world, *, body="Fresh bread at nine", day="2026-06-10", at="0
 
 
 def rows_of_post(app, world, post_id):
-    from models.posts import post_rows
+    from models.posts.reading import post_rows
 
     with app.app_context():
-        from models.database import read_session
+        from models.core.database import read_session
 
         with read_session() as session:
             return post_rows(session, world.workspace_id, [post_id])[post_id]
@@ -168,7 +168,7 @@ def acme(app, world):
 
 def _channel_id(app, world):
     with app.app_context():
-        from models.database import read_session
+        from models.core.database import read_session
 
         with read_session() as session:
             return channel_of(session, world).id

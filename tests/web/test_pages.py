@@ -3,9 +3,9 @@
 import re
 from datetime import datetime, timedelta, timezone
 
-from models.actions import ClockRun
-from models.database import write_session
-from models.outbox import ConsumerHeartbeat
+from models.clock.tables import ClockRun
+from models.core.database import write_session
+from models.clock.tables import ConsumerHeartbeat
 from tests.web.conftest import claim_and, make_action, make_post, rows_of_post
 
 SCRIPT = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
@@ -70,8 +70,8 @@ def test_drafts_appear_on_their_day(app, world, browser_for):
 
 
 def test_a_day_spans_25_hours_when_the_clocks_fall_back(app, world):
-    from models.calendar import lay_out
-    from models.database import read_session
+    from models.overview.calendar import lay_out
+    from models.core.database import read_session
 
     from datetime import date
 
@@ -278,9 +278,9 @@ def test_channel_secrets_are_write_only(app, world, browser_for):
     with app.app_context():
         from sqlalchemy import select
 
-        from models.channels import Channel
-        from models.database import read_session
-        from webapp.runtime import runtime
+        from models.channels.tables import Channel
+        from models.core.database import read_session
+        from models.core.runtime import runtime
 
         with read_session() as session:
             channel = session.scalar(select(Channel).where(Channel.name == "hooks"))
@@ -334,7 +334,7 @@ def test_sign_in_out_and_cookie_flags(app, world, browser_for):
 
 
 def test_the_workspace_switcher(app, world, browser_for):
-    from models.accounts import Membership
+    from models.accounts.tables import Membership
 
     from tests.conftest import make_world
 

@@ -2,9 +2,9 @@
 
 from sqlalchemy import select
 
-from models import lifecycle
-from models.actions import FailureCode, ScheduledAction
-from models.database import read_session, write_session
+from models.actions import lifecycle
+from models.actions.tables import FailureCode, ScheduledAction
+from models.core.database import read_session, write_session
 from tests.web.conftest import TICK, claim_and, make_action, rows_of_post
 
 
@@ -60,12 +60,12 @@ def test_retry_is_the_admins(app, acme, browser_for):
 def test_retry_with_no_attempts_left_says_so(app, acme, browser_for):
     action_id = make_action(app, acme.world, minutes=-10)
     with app.app_context():
-        from webapp.runtime import runtime
+        from models.core.runtime import runtime
 
         now = runtime().now()
         with write_session() as session:
             for attempt in range(5):
-                token = lifecycle.claim(session, action_id, now=now, actor=TICK).action.claim_token
+                token = lifecycle.claim(session, action_id, now=now, actor=TICK).row.claim_token
                 if attempt < 4:
                     lifecycle.revert(session, action_id, claim_token=token, next_attempt_at=now, message="refused",
                                      now=now, actor=TICK)

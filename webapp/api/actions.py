@@ -3,12 +3,13 @@
 from flask import Blueprint, jsonify, request
 from sqlalchemy import select
 
-from models.accounts import Role
-from models.actions import Origin, Status
-from models.channels import Channel, channel_by_name
-from models.database import db, write_session
-from models.errors import Forbidden, InvalidInput
-from models.scheduling import (
+from models.accounts.tables import Role
+from models.actions.tables import Origin, Status
+from models.channels.tables import Channel
+from models.channels.reading import channel_by_name
+from models.core.database import db, write_session
+from models.core.errors import Forbidden, InvalidInput
+from models.actions.scheduling import (
     NewAction,
     action_events,
     cancel_action,
@@ -30,7 +31,7 @@ from webapp.api.parsing import (
 )
 from webapp.api.serialize import action_json
 from webapp.auth import api_caller, require_api_role
-from webapp.runtime import runtime
+from models.core.runtime import runtime
 
 bp = Blueprint("api_actions", __name__, url_prefix="/api/v1/actions")
 

@@ -5,8 +5,8 @@ from datetime import date, datetime, time, timezone
 
 from flask import request
 
-from models.errors import InvalidInput
-from models.wall_time import InvalidTimezone, ResolvedTime, resolve_wall_time
+from models.core.errors import InvalidInput
+from models.timing.wall_time import InvalidTimezone, ResolvedTime, resolve_wall_time
 
 LOCAL_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})$")
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:\d{2})$")

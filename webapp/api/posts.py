@@ -5,30 +5,17 @@ from datetime import date, time
 
 from flask import Blueprint, jsonify, request
 
-from models.database import db, write_session
-from models.errors import InvalidInput
-from models.posts import (
-    Post,
-    PostStatus,
-    approve_post,
-    archive_post,
-    create_post,
-    delivery_of,
-    get_post,
-    list_posts,
-    parse_wall_time,
-    post_now,
-    post_rows,
-    post_targets,
-    resolve_post_time,
-    unapprove_post,
-    update_post,
-)
-from models.wall_time import InvalidTimezone
+from models.core.database import db, write_session
+from models.core.errors import InvalidInput
+from models.posts.tables import Post, PostStatus
+from models.posts.operations import approve_post, archive_post, create_post, post_now, unapprove_post, update_post
+from models.posts.reading import delivery_of, get_post, list_posts, post_rows, post_targets, resolve_post_time
+from models.posts.checks import parse_wall_time
+from models.timing.wall_time import InvalidTimezone
 from webapp.api.parsing import json_body, optional_string, query_limit
 from webapp.api.serialize import action_json, iso
 from webapp.auth import api_caller
-from webapp.runtime import runtime
+from models.core.runtime import runtime
 
 bp = Blueprint("api_posts", __name__, url_prefix="/api/v1/posts")
 

@@ -13,15 +13,15 @@ from flask import Blueprint, abort, flash, redirect, render_template, request, u
 from flask_login import login_required
 from sqlalchemy import select
 
-from models.accounts import Role
-from models.actions import ActionEvent, Origin, ScheduledAction, Status
-from models.action_filters import rescheduled_to
-from models.channels import Channel
-from models.database import db, write_session
-from models.errors import DomainError, Forbidden, InvalidInput
-from models.scheduling import action_events, cancel_action, get_action, reschedule_action, retry_action
-from models.wall_time import InvalidTimezone, resolve_wall_time
-from webapp.runtime import runtime
+from models.accounts.tables import Role
+from models.actions.tables import ActionEvent, Origin, ScheduledAction, Status
+from models.actions.filters import rescheduled_to
+from models.channels.tables import Channel
+from models.core.database import db, write_session
+from models.core.errors import DomainError, Forbidden, InvalidInput
+from models.actions.scheduling import action_events, cancel_action, get_action, reschedule_action, retry_action
+from models.timing.wall_time import InvalidTimezone, resolve_wall_time
+from models.core.runtime import runtime
 from webapp.views.posts import post_url
 from webapp.views.context import is_htmx, render_page, viewer
 from webapp.views.wording import failure_reason, refusal_message
@@ -66,7 +66,7 @@ def render_row(row: ScheduledAction, *, status: int = 200, **extra):
     """The row partial for htmx, or the action's page for a plain browser request."""
     context = row_context(row, **extra)
     if is_htmx():
-        return render_template("_action_row.html", **context), status
+        return render_template("actions/_action_row.html", **context), status
     if status < 400 and request.method == "POST":
         if context["message"]:
             flash(context["message"])
@@ -102,7 +102,7 @@ def render_detail(row: ScheduledAction, *, status: int = 200, message: str | Non
         events=events, parent=parent, children=rescheduled_to(session, row.id),
         payload_text=json.dumps(row.payload, indent=2, ensure_ascii=False, sort_keys=True),
     )
-    return render_page("action_detail.html", **context), status
+    return render_page("actions/action_detail.html", **context), status
 
 
 @bp.get("/actions/<int:action_id>")
@@ -217,7 +217,8 @@ def retry(action_id: int):
 @login_required
 def post_now(action_id: int):
     """Send this target of the row's post now: the queued row is replaced by one due now."""
-    from models.posts import post_id_of, post_now as send_post_now
+    from models.posts.tables import post_id_of
+    from models.posts.operations import post_now as send_post_now
 
     v = viewer()
     rt = runtime()

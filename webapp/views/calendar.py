@@ -5,12 +5,13 @@ from datetime import date, timedelta
 from flask import Blueprint, render_template, request
 from flask_login import login_required
 
-from models.actions import Status
-from models.calendar import BUSY_DAY, lay_out
-from models.database import db
-from models.posts import PostStatus, list_posts
-from models.wall_time import to_local
-from webapp.runtime import runtime
+from models.actions.tables import Status
+from models.overview.calendar import BUSY_DAY, lay_out
+from models.core.database import db
+from models.posts.tables import PostStatus
+from models.posts.reading import list_posts
+from models.timing.wall_time import to_local
+from models.core.runtime import runtime
 from webapp.views.actions import channel_names
 from webapp.views.context import is_htmx, viewer
 
@@ -65,4 +66,4 @@ def calendar():
         drafts=drafts, month=focus.month if view == "month" else None, busy_day=BUSY_DAY,
         weeks=[layout[i:i + 7] for i in range(0, len(layout), 7)],
     )
-    return render_template("_calendar.html" if is_htmx() else "calendar.html", **context)
+    return render_template("calendar/_calendar.html" if is_htmx() else "calendar/calendar.html", **context)

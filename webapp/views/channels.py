@@ -5,12 +5,13 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from models.accounts import Role
-from models.channels import Channel, ChannelKind, validate_channel
-from models.database import db, write_session
-from models.errors import InvalidInput, NotFound
-from models.providers import Delivery, SendContext, SendOutcome, send_alone
-from webapp.runtime import runtime
+from models.accounts.tables import Role
+from models.channels.tables import Channel, ChannelKind
+from models.channels.operations import validate_channel
+from models.core.database import db, write_session
+from models.core.errors import InvalidInput, NotFound
+from models.channels.providers import Delivery, SendContext, SendOutcome, send_alone
+from models.core.runtime import runtime
 from webapp.views.context import is_htmx, render_page, require_role, viewer
 
 bp = Blueprint("channels", __name__)
@@ -66,7 +67,7 @@ def _page(channel=None, *, error=None, status=200, result=None):
         kind=form.get("kind", "log") if form else (channel.kind if channel else "log"),
         settings=form.get("settings", "") if form else (settings_text(channel.config) if channel else ""),
     )
-    return render_page("channels.html", v=v, channels=channels, editing=channel, values=values, error=error,
+    return render_page("channels/channels.html", v=v, channels=channels, editing=channel, values=values, error=error,
                            kinds=[k.value for k in ChannelKind], hints=SETTINGS_HINT, result=result), status
 
 
@@ -152,5 +153,5 @@ def test_send(channel_id: int):
     ok = result.outcome is SendOutcome.SUCCESS
     summary = dict(ok=ok, outcome=result.outcome.value, message=result.message, provider_id=result.provider_id)
     if is_htmx():
-        return render_template("_test_result.html", result=summary), 200 if ok else 502
+        return render_template("channels/_test_result.html", result=summary), 200 if ok else 502
     return _page(channel, result=summary, status=200 if ok else 502)

@@ -12,11 +12,11 @@ from flask import g, request, session
 from flask_login import current_user, login_required
 from sqlalchemy import select
 
-from models.accounts import Membership, Role, User, Workspace
-from models.database import db
-from models.errors import Forbidden
-from models.lifecycle import Actor
-from models.wall_time import to_local
+from models.accounts.tables import Membership, Role, User, Workspace
+from models.core.database import db
+from models.core.errors import Forbidden
+from models.core.moves import Actor
+from models.timing.wall_time import to_local
 
 
 class NoWorkspace(Forbidden):

@@ -6,12 +6,12 @@ from urllib.parse import urlencode
 
 from sqlalchemy import select
 
-from models.action_filters import ActionFilter
-from models.channels import Channel
-from models.database import db
-from models.errors import InvalidInput
-from models.scheduling import decode_cursor
-from models.wall_time import resolve_wall_time
+from models.actions.filters import ActionFilter
+from models.channels.tables import Channel
+from models.core.database import db
+from models.core.errors import InvalidInput
+from models.actions.scheduling import decode_cursor
+from models.timing.wall_time import resolve_wall_time
 
 FILTER_KEYS = ("status", "type", "channel", "from", "to", "q", "reason")
 

@@ -6,10 +6,10 @@ workspace's content, and monitors have no one to sign in.
 
 from flask import Blueprint, Response, jsonify, render_template
 
-from models.accounts import Role
-from models.clock_health import TICK_STALE_AFTER, clock_health
-from models.database import db
-from webapp.runtime import runtime
+from models.accounts.tables import Role
+from models.overview.health import TICK_STALE_AFTER, clock_health
+from models.core.database import db
+from models.core.runtime import runtime
 from webapp.views.context import is_htmx, require_role, viewer
 
 bp = Blueprint("health", __name__)
@@ -25,7 +25,7 @@ def health():
     """Last run of each clock job, backlog, lateness, heartbeats, and a stale-tick warning."""
     v = viewer()
     report = clock_health(db.session, runtime().now())
-    template = "_health.html" if is_htmx() else "health.html"
+    template = "health/_health.html" if is_htmx() else "health/health.html"
     return render_template(template, v=v, report=report, stale_after=int(TICK_STALE_AFTER.total_seconds() // 60))
 
 

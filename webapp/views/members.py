@@ -2,11 +2,11 @@
 
 from flask import Blueprint, flash, redirect, request, url_for
 
-from models.accounts import Role
-from models.database import db, write_session
-from models.errors import DomainError
-from models.members import add_member, change_role, list_members, remove_member
-from webapp.runtime import runtime
+from models.accounts.tables import Role
+from models.core.database import db, write_session
+from models.core.errors import DomainError
+from models.accounts.members import add_member, change_role, list_members, remove_member
+from models.core.runtime import runtime
 from webapp.views.context import render_page, require_role, viewer
 
 bp = Blueprint("members", __name__)
@@ -15,7 +15,7 @@ bp = Blueprint("members", __name__)
 def _page(*, error: DomainError | None = None, status: int = 200):
     v = viewer()
     typed = request.form if request.method == "POST" and error else {}
-    return render_page("members.html", v=v, members=list_members(db.session, v.workspace.id), error=error,
+    return render_page("members/members.html", v=v, members=list_members(db.session, v.workspace.id), error=error,
                        roles=[r.value for r in Role], typed=typed), status
 
 

@@ -8,26 +8,15 @@ from datetime import date, time
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
 
-from models.accounts import Role
-from models.channels import Channel
-from models.database import db, write_session
-from models.errors import DomainError, InvalidInput
-from models.posts import (
-    ACTION_TYPE,
-    approve_post,
-    archive_post,
-    create_post,
-    delivery_of,
-    get_post,
-    post_id_of,
-    post_now,
-    post_rows,
-    post_targets,
-    unapprove_post,
-    update_post,
-)
-from models.wall_time import InvalidTimezone, resolve_wall_time
-from webapp.runtime import runtime
+from models.accounts.tables import Role
+from models.channels.tables import Channel
+from models.core.database import db, write_session
+from models.core.errors import DomainError, InvalidInput
+from models.posts.tables import ACTION_TYPE, post_id_of
+from models.posts.operations import approve_post, archive_post, create_post, post_now, unapprove_post, update_post
+from models.posts.reading import delivery_of, get_post, post_rows, post_targets
+from models.timing.wall_time import InvalidTimezone, resolve_wall_time
+from models.core.runtime import runtime
 from webapp.views.context import is_htmx, render_page, require_role, viewer
 
 bp = Blueprint("posts", __name__)
@@ -83,7 +72,7 @@ def render_composer(post=None, *, error: DomainError | None = None, status: int 
         names = [c.name for c in post_targets(db.session, post.id)]
         delivery = delivery_of(names, post_rows(db.session, v.workspace.id, [post.id])[post.id])
     return render_page(
-        "composer.html", v=v, post=post, values=values, channels=_channels(v.workspace.id), delivery=delivery,
+        "posts/composer.html", v=v, post=post, values=values, channels=_channels(v.workspace.id), delivery=delivery,
         error=error, note=note, preview=_preview(values.get("date"), values.get("time"), v.zone),
     ), status
 
@@ -117,7 +106,7 @@ def preview_time():
     preview = _preview(request.args.get("date"), request.args.get("time"), v.zone)
     if not is_htmx():
         return redirect(url_for("posts.new", date=request.args.get("date", "")))
-    return render_template("_time_preview.html", preview=preview, v=v)
+    return render_template("posts/_time_preview.html", preview=preview, v=v)
 
 
 @bp.post("/posts")

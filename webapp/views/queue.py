@@ -3,13 +3,13 @@
 from flask import Blueprint, render_template, request
 from flask_login import login_required
 
-from models.accounts import Role
-from models.action_filters import action_types, count_actions, find_actions, matching_ids
-from models.actions import Status
-from models.database import db, write_session
-from models.errors import DomainError
-from models.scheduling import cancel_action, encode_cursor, retry_action
-from webapp.runtime import runtime
+from models.accounts.tables import Role
+from models.actions.filters import action_types, count_actions, find_actions, matching_ids
+from models.actions.tables import Status
+from models.core.database import db, write_session
+from models.core.errors import DomainError
+from models.actions.scheduling import cancel_action, encode_cursor, retry_action
+from models.core.runtime import runtime
 from webapp.views.actions import channel_names, events_by_action, may_cancel
 from webapp.views.context import is_htmx, require_role, viewer
 from webapp.views.filters import parse_filter
@@ -42,8 +42,8 @@ def _listing(kind: str):
         post_url=post_url, timelines=timelines,
     )
     if is_htmx():
-        return render_template("_listing_results.html", **context)
-    return render_template("listing.html", **context)
+        return render_template("queue/_listing_results.html", **context)
+    return render_template("queue/listing.html", **context)
 
 
 @bp.get("/queue")
@@ -71,7 +71,7 @@ def _bulk(kind: str):
     preview = dict(count=min(len(ids), BULK_LIMIT), capped=len(ids) > BULK_LIMIT)
     context = dict(v=v, kind=kind, parsed=parsed, preview=preview, done=None, limit=BULK_LIMIT)
     if request.method == "GET" or request.form.get("confirm") != "yes":
-        return render_template("_bulk.html" if is_htmx() else "bulk.html", **context)
+        return render_template("queue/_bulk.html" if is_htmx() else "queue/bulk.html", **context)
     done, refused, retried = 0, [], []
     with write_session() as session:
         for action_id in ids[:BULK_LIMIT]:
@@ -86,7 +86,7 @@ def _bulk(kind: str):
                 refused.append(f"#{action_id}: {error.message}")
     rt.announce_due(retried)
     context["done"] = dict(count=done, refused=refused)
-    return render_template("_bulk.html" if is_htmx() else "bulk.html", **context)
+    return render_template("queue/_bulk.html" if is_htmx() else "queue/bulk.html", **context)
 
 
 @bp.route("/queue/bulk-cancel", methods=["GET", "POST"])

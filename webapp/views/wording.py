@@ -1,7 +1,7 @@
 """Operator words for failures and refusals: what happened, in a sentence a person can act on."""
 
-from models.actions import FailureCode, ScheduledAction, Status
-from models.errors import Conflict, DomainError, Forbidden, NotFound
+from models.actions.tables import FailureCode, ScheduledAction, Status
+from models.core.errors import Conflict, DomainError, Forbidden, NotFound
 
 # A short label per failure code, and the sentence shown when the row carries no detail.
 FAILURE_WORDS = {

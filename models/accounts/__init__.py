@@ -1,0 +1,1 @@
+"""Accounts: workspaces, people, their roles, API tokens."""

@@ -1,0 +1,1 @@
+"""Scheduled actions: the table, its lifecycle (every status change), the publish guard, scheduling, filters."""

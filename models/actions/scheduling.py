@@ -1,0 +1,310 @@
+"""Creating, cancelling, rescheduling, retrying and listing scheduled actions.
+
+These are the operations both shells call (the JSON API, the dashboard, the CLI). Status
+changes go through :mod:`models.lifecycle`; this module decides which move to ask for and
+turns refusals into :mod:`models.errors`.
+"""
+
+import base64
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from models.actions import lifecycle
+from models.actions.tables import ACTIVE_STATUSES, ActionEvent, CancelKind, Origin, ScheduledAction, Status
+from models.channels.tables import Channel
+from models.core.errors import Conflict, InvalidInput, NotFound, TooLarge
+from models.actions.guard import (
+    DuplicateActiveAction,
+    DuplicateIdempotencyKey,
+    PublishGuardViolation,
+    classify_integrity_error,
+)
+from models.core.moves import Actor, Refusal, Refused
+from models.core.policy import Policy
+
+
+@dataclass(frozen=True)
+class NewAction:
+    """A validated request for one scheduled action."""
+
+    action_type: str
+    channel: Channel
+    target_key: str
+    payload: dict
+    publish_at: datetime
+    thing_id: str | None = None
+    idempotency_key: str | None = None
+
+
+def payload_size(payload) -> int:
+    return len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def check_payload(payload, policy: Policy) -> None:
+    if not isinstance(payload, dict):
+        raise InvalidInput("payload must be a JSON object", field="payload")
+    if payload_size(payload) > policy.max_payload_bytes:
+        raise TooLarge(f"payload is larger than {policy.max_payload_bytes // 1024} KiB", field="payload")
+
+
+def check_publish_at(publish_at: datetime, now: datetime, policy: Policy, field: str = "publish_at") -> None:
+    if publish_at < now - policy.past_tolerance:
+        minutes = int(policy.past_tolerance.total_seconds() // 60)
+        raise InvalidInput(f"{field} is more than {minutes} minutes in the past", field=field, code="in_the_past")
+
+
+def find_active_sibling(session: Session, workspace_id: int, action_type: str, thing_id, target_key) -> ScheduledAction | None:
+    if thing_id is None:
+        return None
+    return session.scalar(
+        select(ScheduledAction).where(
+            ScheduledAction.workspace_id == workspace_id,
+            ScheduledAction.action_type == action_type,
+            ScheduledAction.thing_id == thing_id,
+            ScheduledAction.target_key == target_key,
+            ScheduledAction.status.in_(ACTIVE_STATUSES),
+        )
+    )
+
+
+def insert_action(
+    session: Session,
+    workspace_id: int,
+    new: NewAction,
+    *,
+    now: datetime,
+    actor: Actor,
+    origin: Origin,
+    rescheduled_from_id: int | None = None,
+    recurring_schedule_id: int | None = None,
+    reason: str | None = None,
+) -> ScheduledAction:
+    """Insert one queued row and its first event, in a savepoint so a refusal spoils nothing else.
+
+    Raises :class:`DuplicateActiveAction`, :class:`PublishGuardViolation` or
+    :class:`DuplicateIdempotencyKey` when the database refuses the row.
+    """
+    row = ScheduledAction(
+        workspace_id=workspace_id,
+        created_by_id=actor.user_id,
+        action_type=new.action_type,
+        thing_id=new.thing_id,
+        target_key=new.target_key,
+        channel_id=new.channel.id,
+        payload=new.payload,
+        publish_at=new.publish_at,
+        status=Status.QUEUED.value,
+        attempt_count=0,
+        origin=origin.value,
+        rescheduled_from_id=rescheduled_from_id,
+        recurring_schedule_id=recurring_schedule_id,
+        idempotency_key=new.idempotency_key,
+        created_at=now,
+        updated_at=now,
+    )
+    try:
+        with session.begin_nested():
+            session.add(row)
+            session.flush()
+    except IntegrityError as exc:
+        typed = classify_integrity_error(exc)
+        if typed is None:
+            raise
+        raise typed from exc
+    lifecycle.record_creation(session, row, now=now, actor=actor, reason=reason)
+    return row
+
+
+def create_action(
+    session: Session,
+    workspace_id: int,
+    new: NewAction,
+    *,
+    now: datetime,
+    policy: Policy,
+    actor: Actor,
+    origin: Origin = Origin.PERSON,
+) -> tuple[ScheduledAction, bool]:
+    """Schedule ``new``; returns (row, created). A repeated Idempotency-Key returns the first row."""
+    check_payload(new.payload, policy)
+    if new.idempotency_key:
+        first = _by_idempotency_key(session, workspace_id, new.idempotency_key)
+        if first is not None:
+            return first, False
+    check_publish_at(new.publish_at, now, policy)
+    try:
+        row = insert_action(session, workspace_id, new, now=now, actor=actor, origin=origin, reason="created")
+    except DuplicateIdempotencyKey:
+        return _by_idempotency_key(session, workspace_id, new.idempotency_key), False
+    except DuplicateActiveAction:
+        existing = find_active_sibling(session, workspace_id, new.action_type, new.thing_id, new.target_key)
+        raise Conflict(
+            f"action #{existing.id if existing else '?'} is already active for this thing and target",
+            code="duplicate_active",
+            field="thing_id",
+            existing_id=existing.id if existing else None,
+        ) from None
+    except PublishGuardViolation:
+        raise Conflict(
+            "this thing was already published to this target", code="already_published", field="thing_id"
+        ) from None
+    return row, True
+
+
+def _by_idempotency_key(session, workspace_id, key) -> ScheduledAction | None:
+    return session.scalar(
+        select(ScheduledAction).where(
+            ScheduledAction.workspace_id == workspace_id, ScheduledAction.idempotency_key == key
+        )
+    )
+
+
+def get_action(session: Session, workspace_id: int, action_id: int) -> ScheduledAction:
+    row = session.scalar(
+        select(ScheduledAction).where(ScheduledAction.id == action_id, ScheduledAction.workspace_id == workspace_id)
+    )
+    if row is None:
+        raise NotFound(f"no action #{action_id} in this workspace")
+    return row
+
+
+def action_events(session: Session, action_id: int) -> list[ActionEvent]:
+    return list(session.scalars(select(ActionEvent).where(ActionEvent.action_id == action_id).order_by(ActionEvent.id)))
+
+
+def _refusal_error(outcome: Refused, action_id: int, verb: str) -> Exception:
+    if outcome.reason is Refusal.NOT_FOUND:
+        return NotFound(f"no action #{action_id} in this workspace")
+    if outcome.reason is Refusal.ATTEMPTS_EXHAUSTED:
+        return Conflict(f"cannot {verb} action #{action_id}: attempts exhausted", code="attempts_exhausted")
+    return Conflict(
+        f"cannot {verb} action #{action_id}: it is {outcome.status}", code="wrong_state", status_now=outcome.status
+    )
+
+
+def cancel_action(session: Session, workspace_id: int, action_id: int, *, now: datetime, actor: Actor) -> ScheduledAction:
+    """A person's cancel. Cancelling a cancelled row changes nothing and is not an error."""
+    outcome = lifecycle.cancel(
+        session, action_id, kind=CancelKind.PERSON, now=now, actor=actor, workspace_id=workspace_id,
+        reason=f"cancelled by {actor.label}",
+    )
+    if outcome.ok:
+        return outcome.row
+    if outcome.reason is Refusal.WRONG_STATE and outcome.status == Status.CANCELLED.value:
+        return outcome.row
+    raise _refusal_error(outcome, action_id, "cancel")
+
+
+def reschedule_action(
+    session: Session, workspace_id: int, action_id: int, publish_at: datetime, *, now: datetime, policy: Policy, actor: Actor
+) -> ScheduledAction:
+    """Cancel ``action_id`` (kind ``rescheduled``) and insert its replacement, in one transaction.
+
+    Only the request whose own cancel flipped the row goes on to insert: a double click
+    mints one new row, the second click gets a 409.
+    """
+    old = get_action(session, workspace_id, action_id)
+    if old.origin == Origin.RECONCILER.value:
+        raise Conflict(
+            f"action #{action_id} follows post {old.thing_id}; move the post instead",
+            code="follows_post",
+            post_id=old.thing_id,
+        )
+    check_publish_at(publish_at, now, policy)
+    outcome = lifecycle.cancel(
+        session, action_id, kind=CancelKind.RESCHEDULED, now=now, actor=actor, workspace_id=workspace_id,
+        reason=f"rescheduled to {publish_at.isoformat()}",
+    )
+    if not outcome.ok:
+        raise _refusal_error(outcome, action_id, "reschedule")
+    old = outcome.row
+    replacement = NewAction(
+        action_type=old.action_type,
+        channel=session.get(Channel, old.channel_id),
+        target_key=old.target_key,
+        payload=old.payload,
+        publish_at=publish_at,
+        thing_id=old.thing_id,
+    )
+    try:
+        return insert_action(
+            session, workspace_id, replacement, now=now, actor=actor, origin=Origin.PERSON,
+            rescheduled_from_id=old.id, reason=f"rescheduled from #{old.id}",
+        )
+    except PublishGuardViolation:
+        raise Conflict("this thing was already published to this target", code="already_published") from None
+
+
+def retry_action(
+    session: Session, workspace_id: int, action_id: int, *, now: datetime, policy: Policy, actor: Actor
+) -> ScheduledAction:
+    """An admin's retry of a failed row: the same row, queued and due now."""
+    try:
+        outcome = lifecycle.retry(
+            session, action_id, now=now, actor=actor, workspace_id=workspace_id, max_attempts=policy.max_attempts
+        )
+    except PublishGuardViolation:
+        raise Conflict(
+            f"cannot retry action #{action_id}: this thing was already published to this target",
+            code="already_published",
+        ) from None
+    except DuplicateActiveAction:
+        raise Conflict(
+            f"cannot retry action #{action_id}: another action for this thing and target is already active",
+            code="duplicate_active",
+        ) from None
+    if not outcome.ok:
+        raise _refusal_error(outcome, action_id, "retry")
+    return outcome.row
+
+
+# -- listing ------------------------------------------------------------------------------
+
+
+def encode_cursor(row: ScheduledAction) -> str:
+    raw = f"{row.publish_at.isoformat()}|{row.id}"
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        stamp, ident = base64.urlsafe_b64decode(padded.encode()).decode().split("|")
+        at = datetime.fromisoformat(stamp)
+        if at.tzinfo is None or not 0 < int(ident) < 2**31:
+            raise ValueError
+        return at.astimezone(timezone.utc), int(ident)
+    except (ValueError, UnicodeDecodeError, OverflowError):
+        raise InvalidInput("cursor is not one this API gave out", field="cursor") from None
+
+
+def list_actions(
+    session: Session,
+    workspace_id: int,
+    *,
+    statuses: list[str] | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    after: tuple[datetime, int] | None = None,
+    limit: int = 50,
+) -> list[ScheduledAction]:
+    """A page of rows in ``(publish_at, id)`` order; ``start`` inclusive, ``end`` exclusive."""
+    query = select(ScheduledAction).where(ScheduledAction.workspace_id == workspace_id)
+    if statuses:
+        query = query.where(ScheduledAction.status.in_(statuses))
+    if start is not None:
+        query = query.where(ScheduledAction.publish_at >= start)
+    if end is not None:
+        query = query.where(ScheduledAction.publish_at < end)
+    if after is not None:
+        at, ident = after
+        query = query.where(
+            or_(ScheduledAction.publish_at > at, and_(ScheduledAction.publish_at == at, ScheduledAction.id > ident))
+        )
+    query = query.order_by(ScheduledAction.publish_at, ScheduledAction.id).limit(limit)
+    return list(session.scalars(query))

@@ -1,0 +1,1 @@
+"""Channels: a workspace's provider connections, the providers that speak to them, and the log outbox."""

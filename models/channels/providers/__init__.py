@@ -1,0 +1,41 @@
+"""Providers: one small module per channel kind, each behind the interface in :mod:`.base`.
+
+Adding one: write ``models/providers/<kind>.py`` with ``kind``, ``honours_idempotency_key``
+and ``send(delivery, context) -> SendResult``, and list it in :data:`PROVIDERS`. A provider
+that only writes to Tickwork's own database sets ``local = True`` and offers
+``deliver(deliveries, context) -> [SendResult]`` instead (see ``log``).
+"""
+
+from dataclasses import replace
+
+from models.core.database import write_session
+from models.channels.providers import log, mastodon, postmark, smtp, twilio, webhook
+from models.channels.providers.base import Delivery, LocalProvider, Provider, SendContext, SendOutcome, SendResult
+
+PROVIDERS: dict[str, Provider | LocalProvider] = {module.kind: module for module in (log, webhook, smtp, postmark, twilio, mastodon)}
+
+
+def provider_for(kind: str) -> Provider | LocalProvider:
+    try:
+        return PROVIDERS[kind]
+    except KeyError:
+        raise LookupError(f"no provider for channel kind {kind!r}") from None
+
+
+def is_local(kind: str) -> bool:
+    """Whether ``kind``'s provider delivers into Tickwork's own database (an unknown kind does not)."""
+    return kind in PROVIDERS and bool(getattr(PROVIDERS[kind], "local", False))
+
+
+def send_alone(kind: str, delivery: Delivery, context: SendContext) -> SendResult:
+    """One delivery outside any dispatch (a channel's test send); a local provider writes in a transaction of its own."""
+    provider = provider_for(kind)
+    if not is_local(kind):
+        return provider.send(delivery, context)
+    with write_session() as session:
+        (result,) = provider.deliver([delivery], replace(context, session=session))
+    return result
+
+
+__all__ = ["PROVIDERS", "Delivery", "LocalProvider", "Provider", "SendContext", "SendOutcome", "SendResult",
+           "is_local", "provider_for", "send_alone"]

@@ -1,0 +1,89 @@
+"""The HTTP half every HTTP provider shares: one request, its response class mapped to an outcome."""
+
+import json
+
+import httpx
+
+from models.timing.backoff import parse_retry_after
+from models.channels.providers.base import SendContext, SendOutcome, SendResult
+
+RETRY_LATER_STATUSES = {429, 503}
+UNKNOWN_STATUSES = {500, 502, 504}
+_MAX_DETAIL = 300
+
+
+def post(context: SendContext, url: str, **request) -> httpx.Response | SendResult:
+    """POST, or the outcome of a request that produced no response.
+
+    A connection that never opened (refused, DNS, connect timeout) sent nothing; one that
+    broke or timed out after the request went out may have been acted on.
+    """
+    client = context.http
+    try:
+        return client.post(url, timeout=context.timeout, **request)
+    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        return SendResult(SendOutcome.NOT_SENT, f"could not reach {_host(url)}: {_reason(exc)}")
+    except (httpx.ReadTimeout, httpx.WriteTimeout) as exc:
+        return SendResult(SendOutcome.UNKNOWN, f"{_host(url)} did not answer within {context.timeout:g}s after the request was sent ({type(exc).__name__})")
+    except httpx.TransportError as exc:
+        return SendResult(SendOutcome.UNKNOWN, f"the connection to {_host(url)} broke during the request: {_reason(exc)}")
+
+
+def classify(response: httpx.Response, context: SendContext, *, what: str) -> SendResult | None:
+    """The outcome of a non-2xx response, or None for a 2xx (the caller reads its id)."""
+    status = response.status_code
+    if 200 <= status < 300:
+        return None
+    detail = error_detail(response)
+    if status in RETRY_LATER_STATUSES:
+        return SendResult(SendOutcome.RETRY_LATER, f"{what} answered {status}, try later{detail}",
+                          retry_after=parse_retry_after(response.headers.get("Retry-After"), context.now))
+    if status in UNKNOWN_STATUSES or status >= 500:
+        return SendResult(SendOutcome.UNKNOWN, f"{what} answered {status}; it may or may not have acted on it{detail}")
+    if status in (401, 403):
+        return SendResult(SendOutcome.PERMANENT, f"{what} refused the credentials ({status}); check the channel's secret{detail}")
+    if 300 <= status < 400:
+        return SendResult(SendOutcome.PERMANENT, f"{what} redirected ({status}) to {response.headers.get('Location', '?')}; update the channel's URL")
+    return SendResult(SendOutcome.PERMANENT, f"{what} refused the request ({status}){detail}")
+
+
+def error_detail(response: httpx.Response) -> str:
+    """The provider's own words about an error, shortened, as ': ...' (or '')."""
+    text = ""
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = None
+    if isinstance(body, dict):
+        for key in ("message", "Message", "error_description", "error", "detail"):
+            if isinstance(body.get(key), str) and body[key]:
+                text = body[key]
+                break
+        code = body.get("code", body.get("ErrorCode"))
+        if text and code not in (None, 0, ""):
+            text = f"{text} (code {code})"
+    if not text:
+        text = response.text.strip()
+    text = " ".join(text.split())[:_MAX_DETAIL]
+    return f": {text}" if text else ""
+
+
+def json_field(response: httpx.Response, key: str) -> str | None:
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if isinstance(body, dict) and body.get(key) not in (None, ""):
+        return str(body[key])
+    return None
+
+
+def _host(url: str) -> str:
+    try:
+        return httpx.URL(url).host or url
+    except httpx.InvalidURL:
+        return url
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,52 @@
+"""The channels table: a workspace's provider connections, non-secret config and a secret sealed at rest."""
+
+import enum
+import re
+from datetime import datetime
+
+from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from models.core.base import Base
+from models.core.secrets_box import SecretBox
+from models.core.types import UTCDateTime
+
+
+class ChannelKind(str, enum.Enum):
+    """Which provider a channel speaks to."""
+
+    LOG = "log"  # records an outbox entry; the default, needs nothing outside
+    WEBHOOK = "webhook"  # signed JSON POST to a URL
+    SMTP = "smtp"  # email through an SMTP server
+    POSTMARK = "postmark"  # email through Postmark's HTTP API
+    TWILIO = "twilio"  # SMS through Twilio's Messages API
+    MASTODON = "mastodon"  # a status on a Mastodon server
+
+
+CHANNEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+
+class Channel(Base):
+    __tablename__ = "channels"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="RESTRICT"))
+    name: Mapped[str] = mapped_column(String(63))
+    kind: Mapped[str] = mapped_column(String(16))
+    config: Mapped[dict] = mapped_column(JSON, default=dict)
+    secret_sealed: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    __table_args__ = (
+        CheckConstraint(
+            "kind IN ('log', 'webhook', 'smtp', 'postmark', 'twilio', 'mastodon')", name="kind"
+        ),
+        Index("ux_channels_workspace_name", "workspace_id", "name", unique=True),
+    )
+
+    def set_secret(self, box: SecretBox, secret: str | None) -> None:
+        self.secret_sealed = box.seal(secret) if secret else None
+
+    def secret(self, box: SecretBox) -> str | None:
+        """The plaintext secret; call only at send time, and never log it."""
+        return box.open(self.secret_sealed) if self.secret_sealed else None

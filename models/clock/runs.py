@@ -1,0 +1,79 @@
+"""Clock runs: one row per run of one clock job, with its summary, for the health page.
+
+Every clock job runs through :func:`run_recorded`, which writes the row when the run
+starts (so a run that dies leaves a trace with no ``finished_at``), then its summary or
+its error when it ends. Each write is its own short transaction.
+"""
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import datetime
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from models.actions.tables import ActionEvent
+from models.clock.tables import ClockRun
+from models.core.database import write_session
+
+
+def start_run(kind: str, *, now: datetime, engine: Engine | None = None) -> int:
+    with write_session(engine) as session:
+        return session.execute(insert(ClockRun).values(kind=kind, started_at=now).returning(ClockRun.id)).scalar_one()
+
+
+def finish_run(run_id: int, *, now: datetime, summary: dict, error: str | None = None, engine: Engine | None = None) -> None:
+    with write_session(engine) as session:
+        session.execute(update(ClockRun).where(ClockRun.id == run_id).values(finished_at=now, summary=summary, error=error))
+
+
+def run_recorded(kind: str, body: Callable[[int], dict], *, clock, engine: Engine | None = None) -> dict:
+    """Run one pass of the clock job ``kind``: ``body(clock_run_id)`` returns its summary.
+
+    Returns the summary with ``clock_run_id``, ``kind`` and ``duration_ms`` added. An
+    exception is recorded on the row (``error``) and raised again.
+    """
+    started = time.monotonic()
+    run_id = start_run(kind, now=clock.now(), engine=engine)
+    try:
+        summary = dict(body(run_id))
+    except Exception as exc:
+        finish_run(run_id, now=clock.now(), engine=engine, error=f"{type(exc).__name__}: {exc}",
+                   summary={"duration_ms": round((time.monotonic() - started) * 1000)})
+        raise
+    summary["duration_ms"] = round((time.monotonic() - started) * 1000)
+    finish_run(run_id, now=clock.now(), summary=summary, engine=engine)
+    return {"clock_run_id": run_id, "kind": kind, **summary}
+
+
+def latest_runs(session: Session, kind: str | None = None, limit: int = 20) -> list[ClockRun]:
+    """The most recent runs, newest first, of one kind or of all."""
+    query = select(ClockRun).order_by(ClockRun.started_at.desc(), ClockRun.id.desc()).limit(limit)
+    if kind is not None:
+        query = query.where(ClockRun.kind == kind)
+    return list(session.scalars(query))
+
+
+def run_event_counts(session: Session, run_id: int) -> dict:
+    """What the rows a run dispatched became, from their events: moves per target status.
+
+    A fanned-out tick learns its outcomes only from its dispatch tasks, which record them
+    as events carrying the run's id; ``claimed`` against the summary's ``dispatched`` gives
+    how many hand-offs were skipped (their row was gone, cancelled or already claimed).
+    """
+    rows = session.execute(
+        select(ActionEvent.to_status, ActionEvent.from_status, func.count())
+        .where(ActionEvent.clock_run_id == run_id)
+        .group_by(ActionEvent.to_status, ActionEvent.from_status)
+    ).all()
+    counts: Counter = Counter()
+    for to_status, from_status, n in rows:
+        if to_status == "submitted":
+            counts["claimed"] += n
+        elif to_status == "queued" and from_status == "submitted":
+            counts["reverted"] += n
+        else:
+            counts[to_status] += n
+    return dict(counts)

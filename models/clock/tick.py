@@ -1,0 +1,264 @@
+"""The scheduler tick: recover, sweep misfires, then hand every due row to a dispatcher.
+
+One pass, in this order, each step in short transactions of its own:
+
+1. **Recovery.** A row left ``submitted`` longer than ``policy.recovery_timeout`` belongs
+   to a dead worker: it becomes ``failed`` (``worker_lost``; outcome unknown). It is never
+   re-sent; an operator decides.
+2. **Misfire.** A queued row later than its action type allows (measured from
+   ``next_attempt_at`` when set, else ``publish_at``) becomes ``failed``
+   (``missed_window``) without a send.
+3. **Drain.** Due rows (``queued``, ``publish_at <= now``, ``next_attempt_at`` empty or
+   past) in ``(publish_at, id)`` order, ``policy.tick_batch_size`` at a time, each batch
+   handed to the dispatcher, until none is due or ``policy.tick_budget`` is spent (a
+   fan-out stops there so ticks never pile up; an inline pass, ``tickwork tick`` in
+   immediate mode, drains everything due). The batches walk forward by a keyset cursor,
+   so rows a queue has not reached yet are not handed over twice in one pass.
+4. **Ahead.** Rows falling due before the next tick are handed over with their due time
+   (``eta``), so they fire on time although the tick runs once a minute. A dispatcher
+   that runs inline (immediate mode) takes only what is due now.
+
+The tick decides nothing about sending: the claim in :mod:`models.dispatch` does, so
+overlapping ticks, restarted consumers and several consumers never send a row twice.
+
+Calling it: ``run_tick(clock=..., policy=..., dispatcher=...)`` from any code with an app
+context (or an ``engine``); :class:`InlineDispatcher` runs every dispatch in the calling
+process, which is what ``tickwork tick`` does in immediate mode and what tests use::
+
+    from models.clock.tick import InlineDispatcher, run_tick
+    from models.clock.dispatch import DispatchContext
+    rt = runtime()
+    summary = run_tick(clock=rt.clock, policy=rt.policy, dispatcher=InlineDispatcher(
+        DispatchContext(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box)))
+"""
+
+import time
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Protocol
+
+from sqlalchemy import and_, not_, or_, select
+from sqlalchemy.engine import Engine
+
+from models.actions import lifecycle
+from models.actions.tables import FailureCode, ScheduledAction, Status
+from models.clock.runs import run_recorded
+from models.core.database import read_session, write_session
+from models.clock.dispatch import DispatchContext, chunks, dispatch_actions, is_late, late_message
+from models.core.moves import Actor
+from models.core.policy import Policy
+
+TICK = "tick"
+RECOVER = "recover"
+_SWEEP_BATCH = 200
+
+
+class Dispatcher(Protocol):
+    """Where the tick hands rows: a queue (fan-out) or this process (inline)."""
+
+    inline: bool
+
+    def dispatch_now(self, action_ids: list[int], clock_run_id: int) -> Counter:
+        """Hand over rows that are due; returns per-outcome counts (or ``{"queued": n}``)."""
+
+    def dispatch_at(self, due: list[tuple[int, datetime]], clock_run_id: int) -> None:
+        """Hand over rows due before the next tick, each with its due time."""
+
+
+class InlineDispatcher:
+    """Dispatch the due rows here and now, a chunk after another; nothing is scheduled ahead."""
+
+    inline = True
+
+    def __init__(self, context: DispatchContext):
+        self.context = context
+
+    def dispatch_now(self, action_ids: list[int], clock_run_id: int) -> Counter:
+        counts: Counter = Counter()
+        for chunk in chunks(action_ids, self.context.policy.dispatch_chunk):
+            counts.update(result.label for result in dispatch_actions(chunk, self.context, clock_run_id=clock_run_id))
+        return counts
+
+    def dispatch_at(self, due, clock_run_id) -> None:
+        raise RuntimeError("an inline dispatcher never schedules ahead")
+
+
+def _due_clause(at: datetime):
+    return and_(
+        ScheduledAction.status == Status.QUEUED.value,
+        ScheduledAction.publish_at <= at,
+        or_(ScheduledAction.next_attempt_at.is_(None), ScheduledAction.next_attempt_at <= at),
+    )
+
+
+def _after(cursor: tuple[datetime, int] | None):
+    if cursor is None:
+        return True
+    at, ident = cursor
+    return or_(ScheduledAction.publish_at > at, and_(ScheduledAction.publish_at == at, ScheduledAction.id > ident))
+
+
+def due_batch(session, now: datetime, *, after: tuple[datetime, int] | None, limit: int) -> list[tuple[int, datetime]]:
+    """The next ``limit`` due rows after the cursor, in ``(publish_at, id)`` order: (id, publish_at)."""
+    rows = session.execute(
+        select(ScheduledAction.id, ScheduledAction.publish_at)
+        .where(_due_clause(now), _after(after))
+        .order_by(ScheduledAction.publish_at, ScheduledAction.id)
+        .limit(limit)
+    ).all()
+    return [(row.id, row.publish_at) for row in rows]
+
+
+def _late_clause(now: datetime, policy: Policy):
+    due_at = ScheduledAction.next_attempt_at
+    typed = list(policy.max_lateness.items())
+    late = lambda allowed: or_(  # noqa: E731
+        and_(due_at.is_(None), ScheduledAction.publish_at < now - allowed),
+        due_at < now - allowed,
+    )
+    clauses = [and_(ScheduledAction.action_type == kind, late(allowed)) for kind, allowed in typed]
+    others = late(policy.default_max_lateness)
+    if typed:
+        others = and_(not_(ScheduledAction.action_type.in_([kind for kind, _ in typed])), others)
+    clauses.append(others)
+    return or_(*clauses)
+
+
+def sweep_misfires(*, now: datetime, policy: Policy, actor: Actor, engine: Engine | None = None) -> int:
+    """Fail every queued row later than its window (``missed_window``); returns how many."""
+    missed = 0
+    cursor = None
+    while True:
+        with read_session(engine) as session:
+            candidates = list(session.scalars(
+                select(ScheduledAction)
+                .where(ScheduledAction.status == Status.QUEUED.value, ScheduledAction.publish_at <= now,
+                       _late_clause(now, policy), _after(cursor))
+                .order_by(ScheduledAction.publish_at, ScheduledAction.id)
+                .limit(_SWEEP_BATCH)
+            ))
+        if not candidates:
+            return missed
+        cursor = (candidates[-1].publish_at, candidates[-1].id)
+        with write_session(engine) as session:
+            for row in candidates:
+                if not is_late(row, now, policy):
+                    continue
+                moved = lifecycle.miss(session, row.id, code=FailureCode.MISSED_WINDOW,
+                                       message=late_message(row, now, policy), now=now, actor=actor)
+                missed += moved.ok
+        if len(candidates) < _SWEEP_BATCH:
+            return missed
+
+
+def recover_lost_workers(*, now: datetime, policy: Policy, actor: Actor, engine: Engine | None = None) -> int:
+    """Fail every row left ``submitted`` past the recovery timeout (``worker_lost``); returns how many.
+
+    The cut-off rides on each guarded UPDATE, so a worker that finishes meanwhile keeps
+    its result; a worker that finishes later with a success still publishes (its claim
+    token matches).
+    """
+    cutoff = now - policy.recovery_timeout
+    recovered = 0
+    while True:
+        with read_session(engine) as session:
+            stuck = list(session.execute(
+                select(ScheduledAction.id, ScheduledAction.submitted_at)
+                .where(ScheduledAction.status == Status.SUBMITTED.value, ScheduledAction.submitted_at <= cutoff)
+                .order_by(ScheduledAction.submitted_at, ScheduledAction.id)
+                .limit(_SWEEP_BATCH)
+            ).all())
+        if not stuck:
+            return recovered
+        moved_here = 0
+        with write_session(engine) as session:
+            for row in stuck:
+                moved = lifecycle.fail(
+                    session, row.id, code=FailureCode.WORKER_LOST, submitted_before=cutoff, now=now, actor=actor,
+                    message=(f"worker lost; outcome unknown: submitted at {row.submitted_at:%Y-%m-%d %H:%M:%S}Z "
+                             f"and no result within {int(policy.recovery_timeout.total_seconds())}s"),
+                )
+                moved_here += moved.ok
+        recovered += moved_here
+        if len(stuck) < _SWEEP_BATCH or moved_here == 0:
+            return recovered
+
+
+def due_ahead(session, now: datetime, horizon: datetime) -> Iterable[tuple[int, datetime]]:
+    """Queued rows falling due in (now, horizon]: (id, due time), in (publish_at, id) order."""
+    rows = session.execute(
+        select(ScheduledAction.id, ScheduledAction.publish_at, ScheduledAction.next_attempt_at)
+        .where(_due_clause(horizon), not_(_due_clause(now)))
+        .order_by(ScheduledAction.publish_at, ScheduledAction.id)
+    ).all()
+    return [(row.id, max(row.publish_at, row.next_attempt_at or row.publish_at)) for row in rows]
+
+
+def tick_pass(clock_run_id: int, *, clock, policy: Policy, dispatcher: Dispatcher, engine: Engine | None = None) -> dict:
+    """The body of one tick (see the module docstring); returns its summary."""
+    actor = Actor.job(TICK, clock_run_id)
+    recovered = recover_lost_workers(now=clock.now(), policy=policy, actor=actor, engine=engine)
+    missed = sweep_misfires(now=clock.now(), policy=policy, actor=actor, engine=engine)
+    started = time.monotonic()
+    budget = policy.tick_budget.total_seconds()
+    outcomes: Counter = Counter()
+    due = batches = 0
+    cursor = None
+    budget_spent = False
+    while True:
+        now = clock.now()
+        with read_session(engine) as session:
+            batch = due_batch(session, now, after=cursor, limit=policy.tick_batch_size)
+        if not batch:
+            break
+        batches += 1
+        due += len(batch)
+        cursor = (batch[-1][1], batch[-1][0])
+        outcomes.update(dispatcher.dispatch_now([ident for ident, _ in batch], clock_run_id))
+        if len(batch) < policy.tick_batch_size:
+            break
+        if not dispatcher.inline and time.monotonic() - started >= budget:
+            budget_spent = True
+            break
+    ahead = 0
+    if not dispatcher.inline and not budget_spent:
+        now = clock.now()
+        with read_session(engine) as session:
+            upcoming = list(due_ahead(session, now, now + policy.tick_interval))
+        if upcoming:
+            dispatcher.dispatch_at(upcoming, clock_run_id)
+        ahead = len(upcoming)
+    dispatched = sum(outcomes.values()) if dispatcher.inline else due
+    return {
+        "due": due,
+        "dispatched": dispatched,
+        "scheduled_ahead": ahead,
+        "missed": missed + sum(n for label, n in outcomes.items() if label.startswith("missed")),
+        "recovered": recovered,
+        "batches": batches,
+        "budget_spent": budget_spent,
+        "mode": "inline" if dispatcher.inline else "queue",
+        "outcomes": dict(sorted(outcomes.items())),
+    }
+
+
+def run_tick(*, clock, policy: Policy, dispatcher: Dispatcher, engine: Engine | None = None) -> dict:
+    """Run one tick now, recorded as a ``tick`` clock run; returns its summary (with ``clock_run_id``)."""
+    return run_recorded(
+        TICK,
+        lambda run_id: tick_pass(run_id, clock=clock, policy=policy, dispatcher=dispatcher, engine=engine),
+        clock=clock,
+        engine=engine,
+    )
+
+
+def run_recovery(*, clock, policy: Policy, engine: Engine | None = None) -> dict:
+    """Only dead-worker recovery, recorded as a ``recover`` clock run (the tick also does it first)."""
+    return run_recorded(
+        RECOVER,
+        lambda run_id: {"recovered": recover_lost_workers(now=clock.now(), policy=policy,
+                                                          actor=Actor.job(RECOVER, run_id), engine=engine)},
+        clock=clock,
+        engine=engine,
+    )

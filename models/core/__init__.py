@@ -1,0 +1,1 @@
+"""Plumbing every floor uses and no business rule: base, types, database, errors, policy, secrets, runtime, moves."""

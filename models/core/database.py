@@ -1,0 +1,79 @@
+"""The database handle, connection set-up per dialect, and the write unit of work.
+
+SQLite is the single-box default. Its connections run in WAL mode with a busy timeout
+and foreign keys on, and the driver's own transaction handling is turned off so that
+Tickwork issues ``BEGIN`` itself: read transactions begin deferred, write transactions
+begin ``IMMEDIATE``. Two deferred transactions that read and then write fail at once
+with SQLITE_BUSY_SNAPSHOT whatever the busy timeout; taking the write lock up front
+makes the second writer wait its turn instead.
+"""
+
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from flask_sqlalchemy import SQLAlchemy
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from models.core.base import Base
+
+db = SQLAlchemy(model_class=Base)
+
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+WRITE_OPTION = "tickwork_write"
+_configured: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+
+
+def configure_engine(engine: Engine) -> None:
+    """Install the per-dialect connection hooks on ``engine`` (idempotent)."""
+    if engine.dialect.name != "sqlite" or engine in _configured:
+        return
+    _configured.add(engine)
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_connect(dbapi_connection, _record):
+        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _sqlite_begin(conn):
+        if conn.get_execution_options().get(WRITE_OPTION):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql("BEGIN")
+
+
+def begin_write(session: Session) -> None:
+    """Start ``session``'s transaction as a writer (``BEGIN IMMEDIATE`` on SQLite)."""
+    session.connection(execution_options={WRITE_OPTION: True})
+
+
+@contextmanager
+def write_session(engine: Engine | None = None) -> Iterator[Session]:
+    """One short write transaction in a session of its own; commits, or rolls back on error.
+
+    Domain writes never ride on a request's read session: a deferred read transaction
+    upgraded to a write is exactly what SQLite refuses under concurrency.
+    """
+    with Session(engine or db.engine, expire_on_commit=False) as session:
+        begin_write(session)
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+@contextmanager
+def read_session(engine: Engine | None = None) -> Iterator[Session]:
+    """A session for reads outside a request (jobs, the CLI)."""
+    with Session(engine or db.engine, expire_on_commit=False) as session:
+        yield session

@@ -1,0 +1,1 @@
+"""Read models that combine the floors below: the calendar and the clock's health."""

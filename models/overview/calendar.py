@@ -1,0 +1,90 @@
+"""A workspace's actions laid out on local days, for the month and week calendars.
+
+A day is a local day in the workspace's zone: its bounds are the UTC instants of two local
+midnights (23 or 25 hours apart around a clock change), computed by
+:func:`~models.wall_time.resolve_wall_time`. Counting happens in SQL, one ``CASE`` over
+those bounds, so a busy month costs one grouped scan of its own range and never loads
+its rows; only quiet days fetch their chips.
+"""
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+
+from sqlalchemy import and_, case, func, or_, select
+from sqlalchemy.orm import Session
+
+from models.actions.tables import ScheduledAction
+from models.timing.wall_time import resolve_wall_time
+
+# A day with more than this many rows shows counts per type instead of chips.
+BUSY_DAY = 8
+
+
+@dataclass
+class CalendarDay:
+    day: date
+    start: datetime
+    end: datetime
+    counts: dict[str, int] = field(default_factory=dict)  # action_type -> rows that day
+    actions: list[ScheduledAction] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def busy(self) -> bool:
+        return self.total > BUSY_DAY
+
+
+def day_bounds(first: date, days: int, zone: str) -> list[datetime]:
+    """``days + 1`` UTC instants: the local midnight starting each day, then the end of the last."""
+    return [resolve_wall_time(first + timedelta(days=n), time(0, 0), zone).instant for n in range(days + 1)]
+
+
+def lay_out(session: Session, workspace_id: int, first: date, days: int, zone: str,
+            statuses: tuple[str, ...]) -> list[CalendarDay]:
+    """The days from ``first``: per-type counts for all, and the rows themselves for quiet days."""
+    bounds = day_bounds(first, days, zone)
+    calendar = [CalendarDay(first + timedelta(days=n), bounds[n], bounds[n + 1]) for n in range(days)]
+    in_range = (
+        ScheduledAction.workspace_id == workspace_id,
+        ScheduledAction.publish_at >= bounds[0],
+        ScheduledAction.publish_at < bounds[-1],
+        ScheduledAction.status.in_(statuses),
+    )
+    day_index = case(*[(ScheduledAction.publish_at < bound, n) for n, bound in enumerate(bounds[1:])])
+    grouped = session.execute(
+        select(day_index.label("day"), ScheduledAction.action_type, func.count())
+        .where(*in_range).group_by(day_index, ScheduledAction.action_type)
+    )
+    for index, action_type, count in grouped:
+        if index is not None:
+            calendar[index].counts[action_type] = count
+    quiet = _spans([d for d in calendar if d.total and not d.busy])
+    if quiet:
+        rows = session.scalars(
+            select(ScheduledAction).where(
+                *in_range,
+                or_(*[and_(ScheduledAction.publish_at >= start, ScheduledAction.publish_at < end)
+                      for start, end in quiet]),
+            ).order_by(ScheduledAction.publish_at, ScheduledAction.id)
+        )
+        by_start = iter(calendar)
+        current = next(by_start)
+        for row in rows:
+            while row.publish_at >= current.end:
+                current = next(by_start)
+            current.actions.append(row)
+    return calendar
+
+
+def _spans(days: list[CalendarDay]) -> list[tuple[datetime, datetime]]:
+    """Merge adjacent days into as few ``[start, end)`` ranges as possible."""
+    spans: list[list[datetime]] = []
+    for day in days:
+        if spans and spans[-1][1] == day.start:
+            spans[-1][1] = day.end
+        else:
+            spans.append([day.start, day.end])
+    return [(start, end) for start, end in spans]

@@ -1,0 +1,269 @@
+"""What people do to posts: create, edit, approve, unapprove, archive, Post now.
+
+The operations here (:func:`create_post`, :func:`update_post`, :func:`approve_post`,
+:func:`unapprove_post`, :func:`archive_post`, :func:`post_now`) are what both shells call.
+Each takes a session inside a write transaction (``models.core.database.write_session``), the
+workspace id, the actor, ``now`` and the policy; each raises :mod:`models.core.errors` types and
+changes nothing when it does. Approve and edit reconcile the post at once, through the same
+code the periodic reconciler runs (:func:`models.posts.reconciler.reconcile_post`).
+"""
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from models.accounts.workspaces import workspace_zone
+from models.actions import lifecycle
+from models.actions.guard import DuplicateActiveAction, PublishGuardViolation
+from models.actions.scheduling import NewAction, insert_action
+from models.actions.tables import ACTIVE_STATUSES, CancelKind, Origin, ScheduledAction, Status
+from models.channels.tables import Channel
+from models.core.errors import Conflict, InvalidInput
+from models.core.moves import Actor
+from models.core.policy import Policy
+from models.posts.checks import check_body, check_media, check_targets, check_wall_time
+from models.posts.reconciler import reconcile_post
+from models.posts.reading import get_post, post_payload, post_rows, post_targets
+from models.posts.tables import ACTION_TYPE, TERMINAL_POST_STATUSES, Post, PostStatus, PostTarget
+from models.timing.wall_time import InvalidTimezone
+
+
+@dataclass
+class PostChange:
+    """A post after an operation, with the rows the operation inserted and a wall-time note."""
+
+    post: Post
+    new_rows: list[ScheduledAction] = field(default_factory=list)
+    note: str | None = None
+    counts: dict = field(default_factory=dict)
+
+
+def create_post(
+    session: Session,
+    workspace_id: int,
+    *,
+    body,
+    targets,
+    wall_date: date,
+    wall_time: time,
+    media=None,
+    actor: Actor,
+    now: datetime,
+    policy: Policy,
+) -> PostChange:
+    """Create a draft post after checking everything: targets, time, body against each target."""
+    channels = check_targets(session, workspace_id, targets)
+    body = check_body(body, channels)
+    media = check_media(media)
+    resolved = check_wall_time(wall_date, wall_time, workspace_zone(session, workspace_id), now, policy)
+    post = Post(
+        workspace_id=workspace_id,
+        created_by_id=actor.user_id,
+        body=body,
+        media=media,
+        wall_date=wall_date,
+        wall_time=wall_time,
+        status=PostStatus.DRAFT.value,
+        revision=1,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(post)
+    session.flush()
+    for channel in channels:
+        session.add(PostTarget(post_id=post.id, channel_id=channel.id))
+    session.flush()
+    return PostChange(post, note=resolved.note)
+
+
+_UNSET = object()
+
+
+def update_post(
+    session: Session,
+    workspace_id: int,
+    post_id: int,
+    *,
+    body=_UNSET,
+    targets=_UNSET,
+    wall_date: date | None = None,
+    wall_time: time | None = None,
+    media=_UNSET,
+    actor: Actor,
+    now: datetime,
+    policy: Policy,
+) -> PostChange:
+    """Change a draft or approved post's body, media, wall time or targets, then reconcile it.
+
+    Fields left out keep their value. An approved post stays approved: its rows follow the
+    edit in the same transaction (moved, inserted or withdrawn by the reconciler's rules).
+    """
+    post = get_post(session, workspace_id, post_id, lock=True)
+    _refuse_if_terminal(post, "it can no longer be edited")
+    channels = check_targets(session, workspace_id, targets) if targets is not _UNSET else post_targets(session, post.id)
+    new_body = check_body(post.body if body is _UNSET else body, channels)
+    new_media = check_media(media) if media is not _UNSET else post.media
+    note = None
+    if wall_date is not None or wall_time is not None:
+        if wall_date is None or wall_time is None:
+            raise InvalidInput("give the date and the time together", field="local_time", code="missing")
+        note = check_wall_time(wall_date, wall_time, workspace_zone(session, workspace_id), now, policy).note
+        post.wall_date, post.wall_time = wall_date, wall_time
+    post.body, post.media = new_body, new_media
+    if targets is not _UNSET:
+        _replace_targets(session, post.id, channels)
+    post.revision += 1
+    post.updated_at = now
+    session.flush()
+    change = _reconcile(session, post, actor=actor, now=now, policy=policy)
+    change.note = note
+    return change
+
+
+def _replace_targets(session: Session, post_id: int, channels: list[Channel]) -> None:
+    wanted = {channel.id for channel in channels}
+    current = list(session.scalars(select(PostTarget).where(PostTarget.post_id == post_id)))
+    for target in current:
+        if target.channel_id not in wanted:
+            session.delete(target)
+    have = {target.channel_id for target in current}
+    for channel in channels:
+        if channel.id not in have:
+            session.add(PostTarget(post_id=post_id, channel_id=channel.id))
+    session.flush()
+
+
+def _refuse_if_terminal(post: "Post", what: str) -> None:
+    """Published and archived posts are final: refuse the change with a 409 naming the status."""
+    if post.status in TERMINAL_POST_STATUSES:
+        raise Conflict(f"post #{post.id} is {post.status}; {what}", code="wrong_state", status_now=post.status)
+
+
+def approve_post(
+    session: Session, workspace_id: int, post_id: int, *, actor: Actor, now: datetime, policy: Policy
+) -> PostChange:
+    """draft → approved, and its rows are queued at once. Approving an approved post changes nothing."""
+    post = get_post(session, workspace_id, post_id, lock=True)
+    _refuse_if_terminal(post, "it cannot be approved")
+    if post.status == PostStatus.APPROVED.value:
+        return PostChange(post)
+    channels = post_targets(session, post.id)
+    check_body(post.body, channels)
+    resolved = check_wall_time(post.wall_date, post.wall_time, workspace_zone(session, workspace_id), now, policy)
+    post.status = PostStatus.APPROVED.value
+    post.approved_at = now
+    post.updated_at = now
+    session.flush()
+    change = _reconcile(session, post, actor=actor, now=now, policy=policy)
+    change.note = resolved.note
+    return change
+
+
+def unapprove_post(
+    session: Session, workspace_id: int, post_id: int, *, actor: Actor, now: datetime, policy: Policy
+) -> PostChange:
+    """approved → draft; its queued rows are withdrawn by the reconciler's rules (age gate included)."""
+    post = get_post(session, workspace_id, post_id, lock=True)
+    _refuse_if_terminal(post, "it cannot be unapproved")
+    if post.status == PostStatus.DRAFT.value:
+        return PostChange(post)
+    post.status = PostStatus.DRAFT.value
+    post.approved_at = None
+    post.updated_at = now
+    session.flush()
+    return _reconcile(session, post, actor=actor, now=now, policy=policy)
+
+
+def archive_post(
+    session: Session, workspace_id: int, post_id: int, *, actor: Actor, now: datetime, policy: Policy
+) -> PostChange:
+    """Archive the post and cancel its queued rows at once (kind ``person``); rows being sent finish."""
+    post = get_post(session, workspace_id, post_id, lock=True)
+    if post.status == PostStatus.ARCHIVED.value:
+        return PostChange(post)
+    cancelled = 0
+    for row in post_rows(session, workspace_id, [post.id])[post.id]:
+        if row.status == Status.QUEUED.value:
+            outcome = lifecycle.cancel(
+                session, row.id, kind=CancelKind.PERSON, now=now, actor=actor,
+                reason=f"post #{post.id} archived by {actor.label}",
+            )
+            cancelled += outcome.ok
+    post.status = PostStatus.ARCHIVED.value
+    post.archived_at = now
+    post.updated_at = now
+    session.flush()
+    return PostChange(post, counts={"cancelled": cancelled})
+
+
+def post_now(
+    session: Session,
+    workspace_id: int,
+    post_id: int,
+    *,
+    channel: str | None = None,
+    actor: Actor,
+    now: datetime,
+    policy: Policy,
+) -> PostChange:
+    """Send the post (or its target ``channel``) now, whatever its status.
+
+    Each target's queued row is cancelled (kind ``rescheduled``) and a row due now is
+    inserted in its place, origin ``person``, pointing back to it. Targets already published
+    or being sent are left as they are; if that leaves nothing to send, 409.
+    """
+    post = get_post(session, workspace_id, post_id, lock=True)
+    channels = post_targets(session, post.id)
+    if channel is not None:
+        channels = [c for c in channels if c.name == channel]
+        if not channels:
+            raise InvalidInput(f"{channel!r} is not a target of post #{post_id}", field="channel",
+                               code="unknown_target")
+    check_body(post.body, channels)
+    rows = post_rows(session, workspace_id, [post.id])[post.id]
+    active = {row.target_key: row for row in rows if row.status in ACTIVE_STATUSES}
+    new_rows, refusals = [], []
+    for target in channels:
+        old = active.get(target.name)
+        if old is not None and old.status == Status.SUBMITTED.value:
+            refusals.append(f"{target.name} is being sent")
+            continue
+        if old is not None:
+            outcome = lifecycle.cancel(session, old.id, kind=CancelKind.RESCHEDULED, now=now, actor=actor,
+                                       reason="replaced by Post now")
+            if not outcome.ok:
+                refusals.append(f"{target.name} is {outcome.status}")
+                continue
+        new = NewAction(action_type=ACTION_TYPE, channel=target, target_key=target.name,
+                        payload=post_payload(post), publish_at=now, thing_id=post.thing_id)
+        try:
+            row = insert_action(session, workspace_id, new, now=now, actor=actor, origin=Origin.PERSON,
+                                rescheduled_from_id=old.id if old is not None else None, reason="Post now")
+        except PublishGuardViolation:
+            if old is not None:
+                # A legacy duplicate: the queued row sat beside a published sibling.
+                raise Conflict(f"{target.name} was already published", code="already_published") from None
+            refusals.append(f"{target.name} was already published")
+            continue
+        except DuplicateActiveAction:
+            refusals.append(f"{target.name} already has an active row")
+            continue
+        new_rows.append(row)
+    if not new_rows:
+        raise Conflict(f"nothing to send now: {'; '.join(refusals)}", code="nothing_to_send",
+                       field="channel" if channel else None)
+    post.updated_at = now
+    session.flush()
+    return PostChange(post, new_rows=new_rows, counts={"skipped": refusals})
+
+
+def _reconcile(session, post, *, actor, now, policy) -> PostChange:
+    try:
+        result = reconcile_post(session, post.workspace_id, post.id, now=now, policy=policy, actor=actor)
+    except InvalidTimezone as exc:
+        raise InvalidInput(
+            f"the workspace's time zone is not valid: {exc}", field="timezone", code="bad_zone"
+        ) from None
+    return PostChange(result.post, new_rows=result.new_rows, counts=dict(result.counts))
