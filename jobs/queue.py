@@ -11,14 +11,21 @@ Nothing connects at import time, nor when an app is configured: the storage is b
 first use (an enqueue, or the consumer starting).
 """
 
+import logging
 import threading
 from urllib.parse import urlsplit
 
+import huey as huey_package
 from flask import Flask, current_app, has_app_context
 from huey import Huey
 from huey.storage import MemoryStorage, PostgresStorage, RedisStorage, SqliteStorage
 
 IMMEDIATE = "immediate"
+# enqueue_many writes rows straight into Huey's own task tables, whose layout is Huey's
+# business: it was written against this release and is used only with it.
+BULK_ENQUEUE_WRITTEN_FOR = "3.5.4"
+
+log = logging.getLogger("tickwork.queue")
 
 
 def storage_for(queue_url: str) -> tuple[type | None, dict]:
@@ -39,12 +46,19 @@ def storage_for(queue_url: str) -> tuple[type | None, dict]:
 
 
 class TickworkHuey(Huey):
-    """A Huey whose storage is configured after import and built lazily."""
+    """A Huey whose storage is configured after import and built lazily.
+
+    :meth:`enqueue_many` inserts a tick's tasks into Huey's own ``task`` tables in one
+    transaction, which relies on their layout in Huey ``BULK_ENQUEUE_WRITTEN_FOR``. At
+    configure time the installed Huey is checked: any other release gets Huey's own
+    one-by-one ``enqueue`` instead (slower, always correct) and a warning in the log.
+    """
 
     def __init__(self, name: str = "tickwork"):
         self._storage = None
         self._storage_lock = threading.Lock()
         self.queue_url = IMMEDIATE
+        self.bulk_enqueue = False
         # Results are never read: the database is the record of what happened.
         super().__init__(name, results=False, immediate=True, utc=True)
 
@@ -57,6 +71,10 @@ class TickworkHuey(Huey):
         if old is not None and not isinstance(old, MemoryStorage):
             old.close()
         self.queue_url = queue_url
+        self.bulk_enqueue = huey_package.__version__ == BULK_ENQUEUE_WRITTEN_FOR
+        if not self.bulk_enqueue:
+            log.warning("Huey %s is installed; bulk enqueue was written for %s, so tasks are enqueued one by one",
+                        huey_package.__version__, BULK_ENQUEUE_WRITTEN_FOR)
         if storage_class is None:
             self._immediate = True
             self._storage = MemoryStorage(self.name)
@@ -72,7 +90,7 @@ class TickworkHuey(Huey):
         durable commit per row before the first one is even sent.
         """
         storage = self.storage
-        if self._immediate or not isinstance(storage, (SqliteStorage, PostgresStorage)):
+        if self._immediate or not self.bulk_enqueue or not isinstance(storage, (SqliteStorage, PostgresStorage)):
             for task in tasks:
                 self.enqueue(task)
             return

@@ -25,7 +25,6 @@ class Status(str, enum.Enum):
 
 
 ACTIVE_STATUSES = (Status.QUEUED.value, Status.SUBMITTED.value)
-TERMINAL_STATUSES = (Status.PUBLISHED.value, Status.FAILED.value, Status.CANCELLED.value)
 
 
 class CancelKind(str, enum.Enum):

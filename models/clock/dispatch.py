@@ -35,24 +35,23 @@ a provider at most once per claim, and a claim happens at most ``max_attempts`` 
 """
 
 import logging
-import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-import httpx
 from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Engine
 
 from models.actions import lifecycle
 from models.actions.tables import FailureCode, ScheduledAction, Status
 from models.timing.backoff import backoff_delay
+from models.timing.clock import Clock
 from models.channels.tables import Channel
 from models.core.database import read_session, write_session
 from models.actions.guard import PublishGuardViolation
 from models.core.moves import Actor, Refusal
 from models.core.policy import Policy
+from models.channels.providers.http import http_client
 from models.channels.providers import Delivery, SendContext, SendOutcome, SendResult, is_local, provider_for
 from models.core.secrets_box import SecretBox, SecretUnreadable
 
@@ -87,25 +86,10 @@ class DispatchResult:
 class DispatchContext:
     """The collaborators a dispatch needs; the shells build it from the app's runtime."""
 
-    clock: object
+    clock: Clock
     policy: Policy
     secret_box: SecretBox
     engine: Engine | None = None
-
-
-_http_clients: dict[int, httpx.Client] = {}
-_http_lock = threading.Lock()
-
-
-def http_client() -> httpx.Client:
-    """One HTTP client per process (connection pooling, TLS set up once); timeouts are per request."""
-    with _http_lock:
-        client = _http_clients.get(os.getpid())
-        if client is None:
-            client = _http_clients[os.getpid()] = httpx.Client(
-                follow_redirects=False, limits=httpx.Limits(max_connections=32, max_keepalive_connections=16)
-            )
-        return client
 
 
 def is_late(action: ScheduledAction, now: datetime, policy: Policy) -> bool:

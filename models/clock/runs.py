@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from models.actions.tables import ActionEvent
 from models.clock.tables import ClockRun
 from models.core.database import write_session
+from models.timing.clock import Clock
 
 
 def start_run(kind: str, *, now: datetime, engine: Engine | None = None) -> int:
@@ -29,7 +30,7 @@ def finish_run(run_id: int, *, now: datetime, summary: dict, error: str | None =
         session.execute(update(ClockRun).where(ClockRun.id == run_id).values(finished_at=now, summary=summary, error=error))
 
 
-def run_recorded(kind: str, body: Callable[[int], dict], *, clock, engine: Engine | None = None) -> dict:
+def run_recorded(kind: str, body: Callable[[int], dict], *, clock: Clock, engine: Engine | None = None) -> dict:
     """Run one pass of the clock job ``kind``: ``body(clock_run_id)`` returns its summary.
 
     Returns the summary with ``clock_run_id``, ``kind`` and ``duration_ms`` added. An
@@ -46,14 +47,6 @@ def run_recorded(kind: str, body: Callable[[int], dict], *, clock, engine: Engin
     summary["duration_ms"] = round((time.monotonic() - started) * 1000)
     finish_run(run_id, now=clock.now(), summary=summary, engine=engine)
     return {"clock_run_id": run_id, "kind": kind, **summary}
-
-
-def latest_runs(session: Session, kind: str | None = None, limit: int = 20) -> list[ClockRun]:
-    """The most recent runs, newest first, of one kind or of all."""
-    query = select(ClockRun).order_by(ClockRun.started_at.desc(), ClockRun.id.desc()).limit(limit)
-    if kind is not None:
-        query = query.where(ClockRun.kind == kind)
-    return list(session.scalars(query))
 
 
 def run_event_counts(session: Session, run_id: int) -> dict:

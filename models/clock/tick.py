@@ -48,6 +48,7 @@ from models.core.database import read_session, write_session
 from models.clock.dispatch import DispatchContext, chunks, dispatch_actions, is_late, late_message
 from models.core.moves import Actor
 from models.core.policy import Policy
+from models.timing.clock import Clock
 
 TICK = "tick"
 RECOVER = "recover"
@@ -195,7 +196,7 @@ def due_ahead(session, now: datetime, horizon: datetime) -> Iterable[tuple[int, 
     return [(row.id, max(row.publish_at, row.next_attempt_at or row.publish_at)) for row in rows]
 
 
-def tick_pass(clock_run_id: int, *, clock, policy: Policy, dispatcher: Dispatcher, engine: Engine | None = None) -> dict:
+def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Dispatcher, engine: Engine | None = None) -> dict:
     """The body of one tick (see the module docstring); returns its summary."""
     actor = Actor.job(TICK, clock_run_id)
     recovered = recover_lost_workers(now=clock.now(), policy=policy, actor=actor, engine=engine)
@@ -243,7 +244,7 @@ def tick_pass(clock_run_id: int, *, clock, policy: Policy, dispatcher: Dispatche
     }
 
 
-def run_tick(*, clock, policy: Policy, dispatcher: Dispatcher, engine: Engine | None = None) -> dict:
+def run_tick(*, clock: Clock, policy: Policy, dispatcher: Dispatcher, engine: Engine | None = None) -> dict:
     """Run one tick now, recorded as a ``tick`` clock run; returns its summary (with ``clock_run_id``)."""
     return run_recorded(
         TICK,
@@ -253,7 +254,7 @@ def run_tick(*, clock, policy: Policy, dispatcher: Dispatcher, engine: Engine | 
     )
 
 
-def run_recovery(*, clock, policy: Policy, engine: Engine | None = None) -> dict:
+def run_recovery(*, clock: Clock, policy: Policy, engine: Engine | None = None) -> dict:
     """Only dead-worker recovery, recorded as a ``recover`` clock run (the tick also does it first)."""
     return run_recorded(
         RECOVER,

@@ -5,14 +5,14 @@ from typing import Callable
 
 from flask import Flask, current_app
 
-from models.timing.clock import SystemClock
+from models.timing.clock import Clock
 from models.core.policy import Policy
 from models.core.secrets_box import SecretBox
 
 
 @dataclass
 class Runtime:
-    clock: SystemClock
+    clock: Clock
     policy: Policy
     secret_box: SecretBox
     # Called with each row a write made due before the next tick, so it can be handed to
@@ -31,7 +31,7 @@ class Runtime:
                 hook(due_soon)
 
 
-def init_app(app: Flask, *, clock, policy: Policy, secret_box: SecretBox) -> None:
+def init_app(app: Flask, *, clock: Clock, policy: Policy, secret_box: SecretBox) -> None:
     app.extensions["tickwork"] = Runtime(clock=clock, policy=policy, secret_box=secret_box)
 
 

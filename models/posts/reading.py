@@ -61,7 +61,7 @@ class TargetDelivery:
 
 
 @dataclass(frozen=True)
-class Delivery:
+class PostDelivery:
     """Per-target delivery of a post: "2 of 3 sent"."""
 
     targets: list[TargetDelivery]
@@ -83,13 +83,13 @@ class Delivery:
         return self.total > 0 and self.sent == self.total
 
 
-def delivery_of(target_names: list[str], rows: list[ScheduledAction]) -> Delivery:
+def delivery_of(target_names: list[str], rows: list[ScheduledAction]) -> PostDelivery:
     """Each target's latest row (by id) among ``rows``."""
     latest: dict[str, ScheduledAction] = {}
     for row in rows:
         if row.target_key not in latest or row.id > latest[row.target_key].id:
             latest[row.target_key] = row
-    return Delivery([TargetDelivery(name, latest.get(name)) for name in target_names])
+    return PostDelivery([TargetDelivery(name, latest.get(name)) for name in target_names])
 
 
 def get_post(session: Session, workspace_id: int, post_id: int, *, lock: bool = False) -> Post:

@@ -49,6 +49,7 @@ from models.posts.tables import ACTION_TYPE, Post, PostStatus, post_id_of
 from models.posts.reading import delivery_of, get_post, post_payload, post_rows, post_targets, resolve_post_time
 from models.actions.scheduling import NewAction, insert_action
 from models.timing.wall_time import InvalidTimezone, load_zone
+from models.timing.clock import Clock
 
 JOB_KIND = "reconcile"
 COUNTS = (
@@ -172,7 +173,7 @@ def reconcile_post(
     for channel in decision.inserts:
         _insert(session, post, channel, decision.instant, decision.payload, done, now=now, actor=actor)
     for row, channel in decision.moves:
-        _move(session, post, row, channel, decision.instant, decision.payload, done, now=now, actor=actor)
+        _replace_row(session, post, row, channel, decision.instant, decision.payload, done, now=now, actor=actor)
     why = "target removed" if post.status == PostStatus.APPROVED.value else "no longer approved"
     for row in decision.withdrawals:
         outcome = lifecycle.cancel(session, row.id, kind=CancelKind.ORPHANED, now=now, actor=actor,
@@ -206,7 +207,7 @@ def _insert(session, post, channel, instant, payload, done, *, now, actor, resch
     return True
 
 
-def _move(session, post, row, channel, instant, payload, done, *, now, actor) -> None:
+def _replace_row(session, post, row, channel, instant, payload, done, *, now, actor) -> None:
     """Cancel (kind ``rescheduled``) and insert the replacement, together or not at all."""
     savepoint = session.begin_nested()
     outcome = lifecycle.cancel(session, row.id, kind=CancelKind.RESCHEDULED, now=now, actor=actor,
@@ -280,7 +281,7 @@ def reconcile_workspaces(
     plan: list[WorkspaceWork],
     *,
     engine: Engine | None = None,
-    clock,
+    clock: Clock,
     policy: Policy,
     actor: Actor,
     announce: Callable[[list[ScheduledAction]], None] | None = None,
@@ -315,7 +316,7 @@ def reconcile_workspaces(
     return summary
 
 
-def _reconcile_one(workspace_id, post_id, *, engine, clock, policy, actor) -> tuple[Counter, list]:
+def _reconcile_one(workspace_id, post_id, *, engine, clock: Clock, policy, actor) -> tuple[Counter, list]:
     """Look first without the write lock; take it only when something is to be written.
 
     A look that finds nothing to do may be a moment stale; that costs nothing, because every
@@ -339,7 +340,7 @@ def _skip_workspace(summary: dict, work: WorkspaceWork, exc: Exception) -> None:
 def run_reconciler(
     *,
     engine: Engine | None = None,
-    clock,
+    clock: Clock,
     policy: Policy,
     announce: Callable[[list[ScheduledAction]], None] | None = None,
 ) -> dict:

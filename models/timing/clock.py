@@ -5,6 +5,14 @@ so no test ever waits in real time.
 """
 
 from datetime import datetime, timedelta, timezone
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """Anything that tells the time: :class:`SystemClock` in production, :class:`FrozenClock` in tests."""
+
+    def now(self) -> datetime:
+        """The current instant, aware UTC."""
 
 
 def utc(dt: datetime) -> datetime:

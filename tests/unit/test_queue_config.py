@@ -72,3 +72,26 @@ def test_the_queue_defaults_to_the_app_database_or_a_file_beside_it(monkeypatch,
     else:
         monkeypatch.delenv("TICKWORK_DATABASE_URL", raising=False)
     assert default_settings("/instance")["TICKWORK_QUEUE_URL"] == queue
+
+
+def test_bulk_enqueue_is_used_only_with_the_huey_release_it_was_written_for(tmp_path, monkeypatch):
+    import huey as huey_package
+
+    from jobs.queue import BULK_ENQUEUE_WRITTEN_FOR
+
+    written_for = TickworkHuey("probe")
+    written_for.configure(f"sqlite:///{tmp_path / 'a.db'}")
+    assert written_for.bulk_enqueue is (huey_package.__version__ == BULK_ENQUEUE_WRITTEN_FOR)
+
+    monkeypatch.setattr(huey_package, "__version__", "9.0.0")
+    other = TickworkHuey("probe")
+    other.configure(f"sqlite:///{tmp_path / 'b.db'}")
+    assert other.bulk_enqueue is False
+
+    @other.task()
+    def probe_task():
+        """A task to enqueue."""
+
+    other.enqueue_many([probe_task.s(), probe_task.s()])  # Huey's own enqueue, one by one
+    assert len(other) == 2
+    other.storage.close()

@@ -1,6 +1,5 @@
 """Channels (admin): add, edit, test-send. Secrets are write-only: typed in, never shown again."""
 
-import httpx
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -11,6 +10,7 @@ from models.channels.operations import validate_channel
 from models.core.database import db, write_session
 from models.core.errors import InvalidInput, NotFound
 from models.channels.providers import Delivery, SendContext, SendOutcome, send_alone
+from models.channels.providers.http import http_client
 from models.core.runtime import runtime
 from webapp.views.context import is_htmx, render_page, require_role, viewer
 
@@ -148,8 +148,7 @@ def test_send(channel_id: int):
         publish_at=rt.now(), attempt=1, config=dict(channel.config or {}), secret=channel.secret(rt.secret_box),
     )
     timeout = rt.policy.provider_timeout.total_seconds()
-    with httpx.Client(timeout=timeout) as client:
-        result = send_alone(channel.kind, delivery, SendContext(now=rt.now(), timeout=timeout, http=client))
+    result = send_alone(channel.kind, delivery, SendContext(now=rt.now(), timeout=timeout, http=http_client()))
     ok = result.outcome is SendOutcome.SUCCESS
     summary = dict(ok=ok, outcome=result.outcome.value, message=result.message, provider_id=result.provider_id)
     if is_htmx():

@@ -98,7 +98,3 @@ def require_role(needed: Role):
         return wrapper
 
     return decorate
-
-
-def workspace_of(workspace_id: int) -> Workspace | None:
-    return db.session.get(Workspace, workspace_id)

@@ -1,6 +1,8 @@
-"""The HTTP half every HTTP provider shares: one request, its response class mapped to an outcome."""
+"""The HTTP half every HTTP provider shares: one pooled client, one request, its response class mapped to an outcome."""
 
 import json
+import os
+import threading
 
 import httpx
 
@@ -10,6 +12,21 @@ from models.channels.providers.base import SendContext, SendOutcome, SendResult
 RETRY_LATER_STATUSES = {429, 503}
 UNKNOWN_STATUSES = {500, 502, 504}
 _MAX_DETAIL = 300
+
+
+_http_clients: dict[int, httpx.Client] = {}
+_http_lock = threading.Lock()
+
+
+def http_client() -> httpx.Client:
+    """One HTTP client per process (connection pooling, TLS set up once); timeouts are per request."""
+    with _http_lock:
+        client = _http_clients.get(os.getpid())
+        if client is None:
+            client = _http_clients[os.getpid()] = httpx.Client(
+                follow_redirects=False, limits=httpx.Limits(max_connections=32, max_keepalive_connections=16)
+            )
+        return client
 
 
 def post(context: SendContext, url: str, **request) -> httpx.Response | SendResult:
