@@ -40,7 +40,7 @@ def hand_off_due_soon(due: list[tuple[int, datetime]], clock_run_id: int | None 
     """Queue rows due before the next tick with ``eta`` = their due time (the next tick covers the rest)."""
     if huey.immediate:
         return  # immediate mode never runs eta tasks; the tick takes rows when they are due
-    horizon = runtime().now() + runtime().policy.tick_interval
+    horizon = runtime().policy.due_soon_horizon(runtime().now())
     QueueDispatcher().dispatch_at([(action_id, due_at) for action_id, due_at in due if due_at <= horizon],
                                   clock_run_id)
 

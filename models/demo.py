@@ -2,16 +2,16 @@
 
 from datetime import time, timedelta
 
-from sqlalchemy import select
-
+from models.accounts.members import add_member
+from models.accounts.workspaces import create_workspace
 from models.actions import lifecycle
-from models.accounts.tables import Membership, User, Workspace
-from models.actions.tables import CancelKind, FailureCode, Origin
-from models.channels.tables import Channel
-from models.core.database import write_session
-from models.core.errors import Conflict
-from models.core.moves import Actor
 from models.actions.scheduling import NewAction, insert_action
+from models.actions.tables import CancelKind, FailureCode, Origin
+from models.channels.operations import save_channel
+from models.core.database import write_session
+from models.core.moves import Actor
+from models.posts.operations import approve_post, create_post
+from models.timing.wall_time import to_local
 
 DEMO_WORKSPACE = "Demo Bakery"
 DEMO_PASSWORD = "tickwork-demo"
@@ -34,25 +34,14 @@ def load_demo(runtime) -> str:
     """Create the demo workspace and return the login lines to print."""
     now = runtime.now()
     with write_session() as session:
-        if session.scalar(select(Workspace).where(Workspace.name == DEMO_WORKSPACE)):
-            raise Conflict(f"the demo workspace {DEMO_WORKSPACE!r} already exists")
-        workspace = Workspace(name=DEMO_WORKSPACE, timezone="America/New_York", plan="team", created_at=now)
-        session.add(workspace)
-        session.flush()
+        workspace = create_workspace(session, name=DEMO_WORKSPACE, zone="America/New_York", plan="team", now=now)
         for email, role in DEMO_PEOPLE:
-            user = session.scalar(select(User).where(User.email == email))
-            if user is None:
-                user = User(email=email, created_at=now)
-                user.set_password(DEMO_PASSWORD)
-                session.add(user)
-                session.flush()
-            session.add(Membership(user_id=user.id, workspace_id=workspace.id, role=role))
-        channels = []
-        for name, kind, action_type in DEMO_CHANNELS:
-            channel = Channel(workspace_id=workspace.id, name=name, kind=kind, config={}, created_at=now)
-            session.add(channel)
-            channels.append((channel, action_type))
-        session.flush()
+            add_member(session, workspace.id, email=email, role=role, password=DEMO_PASSWORD, now=now)
+        channels = [
+            (save_channel(session, workspace.id, name=name, kind=kind, config={}, box=runtime.secret_box, now=now),
+             action_type)
+            for name, kind, action_type in DEMO_CHANNELS
+        ]
         _demo_actions(session, workspace.id, channels, now)
         _demo_posts(session, workspace.id, runtime.policy, now)
         _demo_due_soon(session, workspace.id, channels, now)
@@ -90,9 +79,6 @@ def _demo_due_soon(session, workspace_id, channels, now):
 
 def _demo_posts(session, workspace_id, policy, now):
     """Posts over the next three weeks, most approved (the reconciler queues them), a few drafts."""
-    from models.posts.operations import approve_post, create_post
-    from models.timing.wall_time import to_local
-
     marketer = Actor(label="user:marketer@demo.test")
     today = to_local(now, "America/New_York").date()
     for day in range(1, 22):

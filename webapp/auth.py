@@ -1,7 +1,6 @@
 """Who is asking: sessions for people (Flask-Login), bearer tokens for the API."""
 
 from dataclasses import dataclass
-from functools import wraps
 
 from flask import Flask, g, request
 from flask_login import LoginManager
@@ -9,7 +8,7 @@ from flask_login import LoginManager
 from models.accounts.tables import Role, User, Workspace
 from models.accounts.tokens import find_token
 from models.core.database import db
-from models.core.errors import DomainError, Forbidden
+from models.core.errors import DomainError
 from models.core.moves import Actor
 
 login_manager = LoginManager()
@@ -63,19 +62,3 @@ def api_caller() -> ApiCaller:
         raise Unauthorized("this token's user is no longer a member of its workspace")
     g.api_caller = ApiCaller(user=token.user, workspace=token.workspace, role=role)
     return g.api_caller
-
-
-def require_api_role(role: Role):
-    """Decorator: the API caller needs at least ``role``."""
-
-    def decorate(view):
-        @wraps(view)
-        def wrapper(*args, **kwargs):
-            caller = api_caller()
-            if not caller.role.allows(role):
-                raise Forbidden(f"you need the {role.value} role", code="forbidden")
-            return view(*args, **kwargs)
-
-        return wrapper
-
-    return decorate

@@ -2,21 +2,20 @@
 
 import json
 import sys
+from contextlib import contextmanager
 
 import click
 from flask import Flask
 from flask.cli import FlaskGroup, with_appcontext
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
 from jobs import cli as jobs_cli
-from models.accounts.tables import Membership, Role, User, Workspace
+from models.accounts.members import add_member, find_user
+from models.accounts.tables import Role
 from models.accounts.tokens import issue_token
-from models.channels.tables import Channel
-from models.channels.operations import validate_channel
-from models.core.database import db, write_session
+from models.accounts.workspaces import create_workspace, find_workspace
+from models.channels.operations import save_channel
+from models.core.database import write_session
 from models.core.errors import DomainError
-from models.timing.wall_time import InvalidTimezone
 from models.core.runtime import runtime
 
 
@@ -24,18 +23,13 @@ def _fail(message: str):
     raise click.ClickException(message)
 
 
-def _workspace(session, name: str) -> Workspace:
-    workspace = session.scalar(select(Workspace).where(Workspace.name == name))
-    if workspace is None:
-        _fail(f"no workspace named {name!r}")
-    return workspace
-
-
-def _user(session, email: str) -> User:
-    user = session.scalar(select(User).where(User.email == email.strip().lower()))
-    if user is None:
-        _fail(f"no user {email!r}")
-    return user
+@contextmanager
+def _refusals_as_one_line():
+    """A domain refusal ends the command with its message, exit 1, and nothing written."""
+    try:
+        yield
+    except DomainError as exc:
+        _fail(exc.message)
 
 
 @click.group("workspace")
@@ -50,13 +44,8 @@ def workspace_cli():
 @with_appcontext
 def workspace_create(name, zone, plan):
     """Create a workspace."""
-    try:
-        with write_session() as session:
-            if session.scalar(select(Workspace).where(Workspace.name == name.strip())):
-                _fail(f"a workspace named {name!r} already exists")
-            session.add(Workspace(name=name, timezone=zone, plan=plan, created_at=runtime().now()))
-    except (InvalidTimezone, ValueError) as exc:
-        _fail(str(exc))
+    with _refusals_as_one_line(), write_session() as session:
+        create_workspace(session, name=name, zone=zone, plan=plan, now=runtime().now())
     click.echo(f"workspace {name} created ({zone})")
 
 
@@ -78,24 +67,11 @@ def user_create(email, workspace_name, role, password):
             password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
         else:
             password = sys.stdin.readline().rstrip("\n")
-    email = email.strip().lower()
-    if "@" not in email or len(email) > 254:
-        _fail(f"{email!r} is not an email address")
-    try:
-        with write_session() as session:
-            workspace = _workspace(session, workspace_name)
-            user = session.scalar(select(User).where(User.email == email))
-            if user is None:
-                user = User(email=email, created_at=runtime().now())
-                user.set_password(password)
-                session.add(user)
-                session.flush()
-            elif session.scalar(select(Membership).where(Membership.user_id == user.id,
-                                                         Membership.workspace_id == workspace.id)):
-                _fail(f"{email} is already a member of {workspace_name}")
-            session.add(Membership(user_id=user.id, workspace_id=workspace.id, role=role))
-    except ValueError as exc:
-        _fail(str(exc))
+    with _refusals_as_one_line(), write_session() as session:
+        workspace = find_workspace(session, workspace_name)
+        membership = add_member(session, workspace.id, email=email, role=role, password=password or None,
+                                now=runtime().now())
+        email = membership.user.email
     click.echo(f"{email} is {role} in {workspace_name}")
 
 
@@ -110,11 +86,8 @@ def token_cli():
 @with_appcontext
 def token_create(email, workspace_name):
     """Create an API token and print it once."""
-    try:
-        with write_session() as session:
-            raw = issue_token(session, _user(session, email), _workspace(session, workspace_name), runtime().now())
-    except ValueError as exc:
-        _fail(str(exc))
+    with _refusals_as_one_line(), write_session() as session:
+        raw = issue_token(session, find_user(session, email), find_workspace(session, workspace_name), runtime().now())
     click.echo(raw)
 
 
@@ -141,19 +114,11 @@ def channel_add(workspace_name, name, kind, url, secret, config_json):
         _fail("--config must be a JSON object")
     if url:
         config["url"] = url
-    try:
-        validate_channel(name, kind, config)
-        with write_session() as session:
-            workspace = _workspace(session, workspace_name)
-            channel = Channel(workspace_id=workspace.id, name=name, kind=kind, config=config,
-                              created_at=runtime().now())
-            channel.set_secret(runtime().secret_box, secret)
-            session.add(channel)
-            session.flush()
-    except ValueError as exc:
-        _fail(str(exc))
-    except IntegrityError:
-        _fail(f"{workspace_name} already has a channel named {name!r}")
+    rt = runtime()
+    with _refusals_as_one_line(), write_session() as session:
+        workspace = find_workspace(session, workspace_name)
+        save_channel(session, workspace.id, name=name, kind=kind, config=config, secret=secret, box=rt.secret_box,
+                     now=rt.now())
     click.echo(f"channel {name} ({kind}) added to {workspace_name}")
 
 
@@ -163,10 +128,8 @@ def demo_command():
     """Load a demo workspace with people, channels and a few weeks of actions; print the login."""
     from models.demo import load_demo
 
-    try:
+    with _refusals_as_one_line():
         login = load_demo(runtime())
-    except DomainError as exc:
-        _fail(exc.message)
     click.echo(login)
 
 

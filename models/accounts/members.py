@@ -12,6 +12,14 @@ from models.core.errors import Conflict, InvalidInput, NotFound
 EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s]{1,63}$")
 
 
+def find_user(session: Session, email: str) -> User:
+    """The person with this email (compared without case), or :class:`NotFound`."""
+    user = session.scalar(select(User).where(func.lower(User.email) == (email or "").strip().lower()))
+    if user is None:
+        raise NotFound(f"no user {email!r}", field="email")
+    return user
+
+
 def list_members(session: Session, workspace_id: int) -> list[Membership]:
     """The workspace's memberships with their users, by email."""
     return list(session.scalars(
@@ -60,10 +68,7 @@ def add_member(session: Session, workspace_id: int, *, email: str, role: str, pa
         if not password:
             raise InvalidInput(f"{email} has no account yet: give an initial password", field="password")
         user = User(email=email, created_at=now)
-        try:
-            user.set_password(password)
-        except ValueError as exc:
-            raise InvalidInput(str(exc), field="password") from None
+        user.set_password(password)
         session.add(user)
         session.flush()
     elif session.scalar(select(Membership).where(Membership.user_id == user.id,

@@ -10,7 +10,8 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
 from models.core.base import Base
 from models.core.types import UTCDateTime
-from models.timing.wall_time import load_zone
+from models.core.errors import InvalidInput
+from models.timing.wall_time import InvalidTimezone, load_zone
 
 _hasher = PasswordHasher()
 
@@ -41,14 +42,17 @@ class Workspace(Base):
 
     @validates("timezone")
     def _validate_timezone(self, _key, value):
-        load_zone(value)  # raises InvalidTimezone with a clear message
+        try:
+            load_zone(value)
+        except InvalidTimezone as exc:
+            raise InvalidInput(str(exc), field="timezone", code="bad_zone") from None
         return value
 
     @validates("name")
     def _validate_name(self, _key, value):
-        value = (value or "").strip()
-        if not value or len(value) > 100:
-            raise ValueError("a workspace name is 1 to 100 characters")
+        value = (value or "").strip() if isinstance(value, str) else ""
+        if not value or len(value) > 100 or "\x00" in value:
+            raise InvalidInput("a workspace name is 1 to 100 characters", field="name")
         return value
 
 
@@ -64,8 +68,8 @@ class User(Base):
     memberships: Mapped[list["Membership"]] = relationship(back_populates="user")
 
     def set_password(self, password: str) -> None:
-        if not password or len(password) < 8:
-            raise ValueError("a password has at least 8 characters")
+        if not isinstance(password, str) or len(password) < 8:
+            raise InvalidInput("a password has at least 8 characters", field="password")
         self.password_hash = _hasher.hash(password)
 
     def check_password(self, password: str) -> bool:

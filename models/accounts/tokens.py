@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from models.accounts.members import membership_role
 from models.accounts.tables import ApiToken, User, Workspace
+from models.core.errors import InvalidInput
 
 TOKEN_PREFIX = "tw_"
 
@@ -20,7 +21,7 @@ def hash_token(raw: str) -> str:
 def issue_token(session: Session, user: User, workspace: Workspace, now: datetime) -> str:
     """Store a new token for ``user`` in ``workspace`` and return it; it is never shown again."""
     if membership_role(session, user.id, workspace.id) is None:
-        raise ValueError(f"{user.email} is not a member of {workspace.name}")
+        raise InvalidInput(f"{user.email} is not a member of {workspace.name}", field="email", code="not_a_member")
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     session.add(ApiToken(workspace_id=workspace.id, user_id=user.id, token_hash=hash_token(raw), created_at=now))
     return raw

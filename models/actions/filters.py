@@ -10,10 +10,11 @@ import heapq
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from sqlalchemy import Text, and_, cast, func, literal_column, or_, select, text
+from sqlalchemy import Text, cast, func, literal_column, or_, select, text
 from sqlalchemy.orm import Session
 
 from models.actions.tables import ScheduledAction, Status
+from models.core.keyset import after as keyset_after
 
 KNOWN_STATUSES = tuple(s.value for s in Status)
 # SQLite's planner prefers the (workspace_id, publish_at) index whatever the status, and
@@ -92,13 +93,8 @@ def find_actions(
         query = select(ScheduledAction).where(
             _status_is(status), *_conditions(workspace_id, wanted, status=status, dialect=_dialect(session)))
         if after is not None:
-            at, ident = after
-            if newest_first:
-                query = query.where(or_(ScheduledAction.publish_at < at,
-                                        and_(ScheduledAction.publish_at == at, ScheduledAction.id < ident)))
-            else:
-                query = query.where(or_(ScheduledAction.publish_at > at,
-                                        and_(ScheduledAction.publish_at == at, ScheduledAction.id > ident)))
+            query = query.where(keyset_after((ScheduledAction.publish_at, ScheduledAction.id), after,
+                                             descending=newest_first))
         if newest_first:
             query = query.order_by(ScheduledAction.publish_at.desc(), ScheduledAction.id.desc())
         else:
@@ -147,10 +143,3 @@ def action_types(session: Session, workspace_id: int) -> list[str]:
         SELECT action_type FROM types WHERE action_type IS NOT NULL
     """), {"ws": workspace_id})
     return [value for (value,) in rows]
-
-
-def rescheduled_to(session: Session, action_id: int) -> list[ScheduledAction]:
-    """The rows that replaced ``action_id`` (normally one)."""
-    return list(session.scalars(
-        select(ScheduledAction).where(ScheduledAction.rescheduled_from_id == action_id).order_by(ScheduledAction.id)
-    ))

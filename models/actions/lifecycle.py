@@ -37,12 +37,12 @@ import uuid
 from datetime import datetime
 from functools import lru_cache
 
-from sqlalchemy import and_, bindparam, insert, or_, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from models.actions.guard import classify_integrity_error
-from models.actions.tables import ActionEvent, CancelKind, FailureCode, ScheduledAction, Status
+from models.actions.tables import ActionEvent, CancelKind, FailureCode, ScheduledAction, Status, due_by
 from models.core.moves import Actor, Moved, Outcome, Refusal, Refused
 
 MAX_ATTEMPTS = 5
@@ -85,10 +85,7 @@ def _param(name: str, column):
 
 # The extra conditions a move may ask for, by name; their parameters come with the call.
 _GUARDS = {
-    "due": lambda: and_(
-        _c.publish_at <= _param("now", _c.publish_at),
-        or_(_c.next_attempt_at.is_(None), _c.next_attempt_at <= _param("now", _c.publish_at)),
-    ),
+    "due": lambda: due_by(_param("now", _c.publish_at)),
     "attempts_left": lambda: _c.attempt_count < bindparam("max_attempts"),
     "token": lambda: _c.claim_token == _param("held_token", _c.claim_token),
     "submitted_before": lambda: _c.submitted_at <= _param("cutoff", _c.submitted_at),

@@ -5,16 +5,17 @@ changes go through :mod:`models.lifecycle`; this module decides which move to as
 turns refusals into :mod:`models.errors`.
 """
 
-import base64
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from models.actions import lifecycle
+from models.accounts.tables import Role
+from models.actions import access, lifecycle
+from models.actions.reading import get_action
 from models.actions.tables import ACTIVE_STATUSES, ActionEvent, CancelKind, Origin, ScheduledAction, Status
 from models.channels.tables import Channel
 from models.core.errors import Conflict, InvalidInput, NotFound, TooLarge
@@ -164,19 +165,6 @@ def _by_idempotency_key(session, workspace_id, key) -> ScheduledAction | None:
     )
 
 
-def get_action(session: Session, workspace_id: int, action_id: int) -> ScheduledAction:
-    row = session.scalar(
-        select(ScheduledAction).where(ScheduledAction.id == action_id, ScheduledAction.workspace_id == workspace_id)
-    )
-    if row is None:
-        raise NotFound(f"no action #{action_id} in this workspace")
-    return row
-
-
-def action_events(session: Session, action_id: int) -> list[ActionEvent]:
-    return list(session.scalars(select(ActionEvent).where(ActionEvent.action_id == action_id).order_by(ActionEvent.id)))
-
-
 def _refusal_error(outcome: Refused, action_id: int, verb: str) -> Exception:
     if outcome.reason is Refusal.NOT_FOUND:
         return NotFound(f"no action #{action_id} in this workspace")
@@ -187,8 +175,10 @@ def _refusal_error(outcome: Refused, action_id: int, verb: str) -> Exception:
     )
 
 
-def cancel_action(session: Session, workspace_id: int, action_id: int, *, now: datetime, actor: Actor) -> ScheduledAction:
+def cancel_action(session: Session, workspace_id: int, action_id: int, *, now: datetime, actor: Actor,
+                  role: Role) -> ScheduledAction:
     """A person's cancel. Cancelling a cancelled row changes nothing and is not an error."""
+    access.check_may_cancel(role, actor.user_id, get_action(session, workspace_id, action_id))
     outcome = lifecycle.cancel(
         session, action_id, kind=CancelKind.PERSON, now=now, actor=actor, workspace_id=workspace_id,
         reason=f"cancelled by {actor.label}",
@@ -201,13 +191,15 @@ def cancel_action(session: Session, workspace_id: int, action_id: int, *, now: d
 
 
 def reschedule_action(
-    session: Session, workspace_id: int, action_id: int, publish_at: datetime, *, now: datetime, policy: Policy, actor: Actor
+    session: Session, workspace_id: int, action_id: int, publish_at: datetime, *, now: datetime, policy: Policy,
+    actor: Actor, role: Role,
 ) -> ScheduledAction:
     """Cancel ``action_id`` (kind ``rescheduled``) and insert its replacement, in one transaction.
 
     Only the request whose own cancel flipped the row goes on to insert: a double click
     mints one new row, the second click gets a 409.
     """
+    access.check_may_reschedule(role)
     old = get_action(session, workspace_id, action_id)
     if old.origin == Origin.RECONCILER.value:
         raise Conflict(
@@ -241,9 +233,10 @@ def reschedule_action(
 
 
 def retry_action(
-    session: Session, workspace_id: int, action_id: int, *, now: datetime, policy: Policy, actor: Actor
+    session: Session, workspace_id: int, action_id: int, *, now: datetime, policy: Policy, actor: Actor, role: Role
 ) -> ScheduledAction:
     """An admin's retry of a failed row: the same row, queued and due now."""
+    access.check_may_retry(role)
     try:
         outcome = lifecycle.retry(
             session, action_id, now=now, actor=actor, workspace_id=workspace_id, max_attempts=policy.max_attempts
@@ -261,50 +254,3 @@ def retry_action(
     if not outcome.ok:
         raise _refusal_error(outcome, action_id, "retry")
     return outcome.row
-
-
-# -- listing ------------------------------------------------------------------------------
-
-
-def encode_cursor(row: ScheduledAction) -> str:
-    raw = f"{row.publish_at.isoformat()}|{row.id}"
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, int]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        stamp, ident = base64.urlsafe_b64decode(padded.encode()).decode().split("|")
-        at = datetime.fromisoformat(stamp)
-        if at.tzinfo is None or not 0 < int(ident) < 2**31:
-            raise ValueError
-        return at.astimezone(timezone.utc), int(ident)
-    except (ValueError, UnicodeDecodeError, OverflowError):
-        raise InvalidInput("cursor is not one this API gave out", field="cursor") from None
-
-
-def list_actions(
-    session: Session,
-    workspace_id: int,
-    *,
-    statuses: list[str] | None = None,
-    start: datetime | None = None,
-    end: datetime | None = None,
-    after: tuple[datetime, int] | None = None,
-    limit: int = 50,
-) -> list[ScheduledAction]:
-    """A page of rows in ``(publish_at, id)`` order; ``start`` inclusive, ``end`` exclusive."""
-    query = select(ScheduledAction).where(ScheduledAction.workspace_id == workspace_id)
-    if statuses:
-        query = query.where(ScheduledAction.status.in_(statuses))
-    if start is not None:
-        query = query.where(ScheduledAction.publish_at >= start)
-    if end is not None:
-        query = query.where(ScheduledAction.publish_at < end)
-    if after is not None:
-        at, ident = after
-        query = query.where(
-            or_(ScheduledAction.publish_at > at, and_(ScheduledAction.publish_at == at, ScheduledAction.id > ident))
-        )
-    query = query.order_by(ScheduledAction.publish_at, ScheduledAction.id).limit(limit)
-    return list(session.scalars(query))

@@ -7,7 +7,7 @@ The lifecycle itself (who may move a row from which status to which) lives in
 import enum
 from datetime import datetime
 
-from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, Integer, String, Text, and_, literal_column, or_, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from models.core.base import Base
@@ -141,6 +141,21 @@ class ScheduledAction(Base):
     def due_at(self) -> datetime:
         """The instant lateness is measured from: the next attempt when set, else publish_at."""
         return self.next_attempt_at or self.publish_at
+
+
+def due_by(at):
+    """The rows whose time has come by ``at``: ``publish_at`` passed, and the next attempt too when one is set.
+
+    ``at`` is a datetime or a bound parameter. The status is not part of it: a claim names
+    its own statuses; :func:`queued_and_due_by` is the tick's and the health page's question.
+    """
+    return and_(ScheduledAction.publish_at <= at,
+                or_(ScheduledAction.next_attempt_at.is_(None), ScheduledAction.next_attempt_at <= at))
+
+
+def queued_and_due_by(at):
+    """Queued rows due by ``at``; the status is a literal, so SQLite sees its partial index applies."""
+    return and_(ScheduledAction.status == literal_column("'queued'"), due_by(at))
 
 
 class ActionEvent(Base):

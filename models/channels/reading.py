@@ -7,4 +7,11 @@ from models.channels.tables import Channel
 
 
 def channel_by_name(session: Session, workspace_id: int, name: str) -> Channel | None:
+    """The workspace's channel called ``name``, or None."""
     return session.scalar(select(Channel).where(Channel.workspace_id == workspace_id, Channel.name == name))
+
+
+def channel_names(session: Session, workspace_id: int) -> dict[int, str]:
+    """The workspace's channel names by id, for showing rows that carry only the channel's id."""
+    return {ident: name for ident, name in session.execute(
+        select(Channel.id, Channel.name).where(Channel.workspace_id == workspace_id))}

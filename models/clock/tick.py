@@ -42,7 +42,8 @@ from sqlalchemy import and_, not_, or_, select
 from sqlalchemy.engine import Engine
 
 from models.actions import lifecycle
-from models.actions.tables import FailureCode, ScheduledAction, Status
+from models.actions.tables import FailureCode, ScheduledAction, Status, queued_and_due_by
+from models.core.keyset import after as keyset_after
 from models.clock.runs import run_recorded
 from models.core.database import read_session, write_session
 from models.clock.dispatch import DispatchContext, chunks, dispatch_actions, is_late, late_message
@@ -85,26 +86,15 @@ class InlineDispatcher:
         raise RuntimeError("an inline dispatcher never schedules ahead")
 
 
-def _due_clause(at: datetime):
-    return and_(
-        ScheduledAction.status == Status.QUEUED.value,
-        ScheduledAction.publish_at <= at,
-        or_(ScheduledAction.next_attempt_at.is_(None), ScheduledAction.next_attempt_at <= at),
-    )
-
-
 def _after(cursor: tuple[datetime, int] | None):
-    if cursor is None:
-        return True
-    at, ident = cursor
-    return or_(ScheduledAction.publish_at > at, and_(ScheduledAction.publish_at == at, ScheduledAction.id > ident))
+    return True if cursor is None else keyset_after((ScheduledAction.publish_at, ScheduledAction.id), cursor)
 
 
 def due_batch(session, now: datetime, *, after: tuple[datetime, int] | None, limit: int) -> list[tuple[int, datetime]]:
     """The next ``limit`` due rows after the cursor, in ``(publish_at, id)`` order: (id, publish_at)."""
     rows = session.execute(
         select(ScheduledAction.id, ScheduledAction.publish_at)
-        .where(_due_clause(now), _after(after))
+        .where(queued_and_due_by(now), _after(after))
         .order_by(ScheduledAction.publish_at, ScheduledAction.id)
         .limit(limit)
     ).all()
@@ -190,7 +180,7 @@ def due_ahead(session, now: datetime, horizon: datetime) -> Iterable[tuple[int, 
     """Queued rows falling due in (now, horizon]: (id, due time), in (publish_at, id) order."""
     rows = session.execute(
         select(ScheduledAction.id, ScheduledAction.publish_at, ScheduledAction.next_attempt_at)
-        .where(_due_clause(horizon), not_(_due_clause(now)))
+        .where(queued_and_due_by(horizon), not_(queued_and_due_by(now)))
         .order_by(ScheduledAction.publish_at, ScheduledAction.id)
     ).all()
     return [(row.id, max(row.publish_at, row.next_attempt_at or row.publish_at)) for row in rows]
@@ -226,7 +216,7 @@ def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Di
     if not dispatcher.inline and not budget_spent:
         now = clock.now()
         with read_session(engine) as session:
-            upcoming = list(due_ahead(session, now, now + policy.tick_interval))
+            upcoming = list(due_ahead(session, now, policy.due_soon_horizon(now)))
         if upcoming:
             dispatcher.dispatch_at(upcoming, clock_run_id)
         ahead = len(upcoming)

@@ -5,7 +5,7 @@ The ordering rule for timeouts holds by construction: provider call < Huey task 
 """
 
 from dataclasses import dataclass, field, fields, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 DEFAULT_MAX_LATENESS = {
     "send_sms": timedelta(hours=1),
@@ -51,6 +51,10 @@ class Policy:
             raise ValueError("max_attempts and tick_batch_size are at least 1")
         if not 1 <= self.dispatch_chunk <= 1000:
             raise ValueError("dispatch_chunk is from 1 to 1000 rows")
+
+    def due_soon_horizon(self, now: datetime) -> datetime:
+        """Rows due by this instant are handed to the queue at once, with an eta; the next tick takes later ones."""
+        return now + self.tick_interval
 
     def lateness_allowed(self, action_type: str) -> timedelta:
         return self.max_lateness.get(action_type, self.default_max_lateness)

@@ -24,7 +24,7 @@ class Runtime:
 
     def announce_due(self, rows) -> None:
         """Tell the clock layer about rows that may fall due before the next tick."""
-        horizon = self.now() + self.policy.tick_interval
+        horizon = self.policy.due_soon_horizon(self.now())
         due_soon = [row for row in rows if row.status == "queued" and row.due_at <= horizon]
         if due_soon:
             for hook in self.on_due_soon:

@@ -7,10 +7,10 @@ per installation, so these span every workspace and return numbers, never conten
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, literal_column, or_, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from models.actions.tables import ActionEvent, ScheduledAction
+from models.actions.tables import ActionEvent, ScheduledAction, queued_and_due_by
 from models.clock.tables import ClockRun
 from models.clock.heartbeats import HEARTBEAT_INTERVAL
 from models.clock.tables import ConsumerHeartbeat
@@ -79,18 +79,10 @@ def last_runs(session: Session) -> list[ClockRun]:
     return runs
 
 
-def _due(now: datetime):
-    return (
-        ScheduledAction.status == literal_column("'queued'"),
-        ScheduledAction.publish_at <= now,
-        or_(ScheduledAction.next_attempt_at.is_(None), ScheduledAction.next_attempt_at <= now),
-    )
-
-
 def backlog(session: Session, now: datetime) -> tuple[int, datetime | None]:
     """Rows due and not yet claimed, and the due time of the oldest of them."""
     due_at = func.coalesce(ScheduledAction.next_attempt_at, ScheduledAction.publish_at, type_=UTCDateTime())
-    count, oldest = session.execute(select(func.count(), func.min(due_at, type_=UTCDateTime())).where(*_due(now))).one()
+    count, oldest = session.execute(select(func.count(), func.min(due_at, type_=UTCDateTime())).where(queued_and_due_by(now))).one()
     return count, oldest
 
 

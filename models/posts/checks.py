@@ -9,7 +9,8 @@ from sqlalchemy.orm import Session
 from models.channels.tables import CHANNEL_NAME, Channel
 from models.core.errors import InvalidInput
 from models.core.policy import Policy
-from models.timing.wall_time import InvalidTimezone, ResolvedTime, resolve_wall_time
+from models.core.time_input import resolve_typed
+from models.timing.wall_time import ResolvedTime
 
 MAX_TARGETS = 20
 MAX_MEDIA = 10
@@ -18,24 +19,9 @@ MAX_MEDIA_URL = 2048
 # with ``max_length``. Kinds not listed take the default.
 BODY_LIMITS = {"mastodon": 500, "twilio": 1600}
 DEFAULT_BODY_LIMIT = 10_000
-WALL_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})$")
 MEDIA_URL = re.compile(r"^https?://[^\s/\x00-\x1f]+[^\s\x00-\x1f]*$")
 # How far ahead a post may be scheduled.
 MAX_AHEAD = timedelta(days=3660)
-
-
-def parse_wall_time(value, field: str = "local_time") -> tuple[date, time]:
-    """``YYYY-MM-DDTHH:MM`` (the workspace's zone) as a wall date and time, or InvalidInput."""
-    match = WALL_TIME.match(value.strip()) if isinstance(value, str) else None
-    if not match:
-        raise InvalidInput(
-            f"{field} must look like 2026-05-20T09:00 (the workspace's zone)", field=field, code="bad_time"
-        )
-    year, month, day, hour, minute = (int(part) for part in match.groups())
-    try:
-        return date(year, month, day), time(hour, minute)
-    except ValueError:
-        raise InvalidInput(f"{field} is not a real date and time", field=field, code="bad_time") from None
 
 
 def body_limit(channel: Channel) -> int:
@@ -110,14 +96,7 @@ def check_targets(session: Session, workspace_id: int, names) -> list[Channel]:
 
 def check_wall_time(day: date, at: time, zone: str, now: datetime, policy: Policy) -> ResolvedTime:
     """The wall time resolved in ``zone``; refused if the zone is broken or the time is past."""
-    try:
-        resolved = resolve_wall_time(day, at, zone)
-    except InvalidTimezone as exc:
-        raise InvalidInput(
-            f"the workspace's time zone is not valid: {exc}", field="timezone", code="bad_zone"
-        ) from None
-    except OverflowError:  # the last minutes of year 9999, west of UTC
-        raise InvalidInput("local_time is too far ahead", field="local_time", code="too_far") from None
+    resolved = resolve_typed(day, at, zone, "local_time")
     if resolved.instant > now + MAX_AHEAD:
         raise InvalidInput("local_time is more than 10 years ahead", field="local_time", code="too_far")
     if resolved.instant < now - policy.past_tolerance:

@@ -9,6 +9,8 @@ from sqlalchemy.orm import Session
 from models.actions.tables import ScheduledAction, Status
 from models.channels.tables import Channel
 from models.core.errors import NotFound
+from models.core.keyset import after as keyset_after
+from models.core.keyset import decode_cursor, encode_cursor
 from models.posts.tables import ACTION_TYPE, MAX_ID, Post, PostTarget, post_id_of, thing_id_of
 from models.timing.wall_time import ResolvedTime, resolve_wall_time
 
@@ -136,11 +138,22 @@ def list_posts(
     if statuses:
         query = query.where(Post.status.in_(statuses))
     if after is not None:
-        day, at, ident = after
-        query = query.where(
-            (Post.wall_date > day)
-            | ((Post.wall_date == day) & (Post.wall_time > at))
-            | ((Post.wall_date == day) & (Post.wall_time == at) & (Post.id > ident))
-        )
+        query = query.where(keyset_after((Post.wall_date, Post.wall_time, Post.id), after))
     query = query.order_by(Post.wall_date, Post.wall_time, Post.id).limit(limit)
     return list(session.scalars(query))
+
+
+def post_cursor(post: Post) -> str:
+    """The cursor that continues a page of posts after ``post``."""
+    return encode_cursor(post.wall_date.isoformat(), post.wall_time.strftime("%H:%M:%S"), str(post.id))
+
+
+def _post_id(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) <= MAX_ID:
+        raise ValueError("not a post id")
+    return int(text)
+
+
+def read_post_cursor(cursor: str) -> tuple[date, time, int]:
+    """``(wall_date, wall_time, id)`` from a cursor :func:`post_cursor` gave out; anything else is a 422."""
+    return decode_cursor(cursor, date.fromisoformat, time.fromisoformat, _post_id)

@@ -49,12 +49,12 @@ def test_workspace_user_token_and_channel_make_a_working_api_caller(app, cli, cl
 @pytest.mark.parametrize("args, fragment", [
     (("workspace", "create", "Bad", "--timezone", "Mars/Base"), "not an IANA time zone"),
     (("user", "create", "x@y.test", "--workspace", "Nowhere", "--role", "ops"), "no workspace named"),
-    (("user", "create", "not-an-email", "--workspace", "Acme", "--role", "ops"), "is not an email address"),
+    (("user", "create", "not-an-email", "--workspace", "Acme", "--role", "ops"), "give an email address like"),
     (("token", "create", "ghost@acme.test", "--workspace", "Acme"), "no user"),
-    (("channel", "add", "--workspace", "Acme", "--name", "h", "--kind", "pigeon"), "unknown channel kind"),
+    (("channel", "add", "--workspace", "Acme", "--name", "h", "--kind", "pigeon"), "Unknown channel kind"),
     (("channel", "add", "--workspace", "Acme", "--name", "h", "--kind", "webhook", "--url", "ftp://x"),
      "needs an http(s) url"),
-    (("channel", "add", "--workspace", "Acme", "--name", "main", "--kind", "log"), "already has a channel"),
+    (("channel", "add", "--workspace", "Acme", "--name", "main", "--kind", "log"), "already exists"),
     (("channel", "add", "--workspace", "Acme", "--name", "h", "--kind", "log", "--config", "{oops"), "not JSON"),
 ])
 def test_each_bad_command_exits_non_zero_with_one_clear_line(world, cli, args, fragment):

@@ -7,6 +7,7 @@ import pytest
 from sqlalchemy import select
 
 from jobs.queue import huey
+from models.accounts.tables import Role
 from models.core.database import read_session, write_session
 from models.clock.heartbeats import beat, forget, live_consumers
 from models.core.moves import Actor
@@ -102,7 +103,7 @@ def test_a_row_cancelled_between_the_tick_and_its_eta_is_skipped(app, queue, clo
     (action_id,) = add_actions(app, workspace_id, 1, due_in=timedelta(seconds=40))
     assert tick(app)["scheduled_ahead"] == 1
     with app.app_context(), write_session() as session:
-        cancel_action(session, workspace_id, action_id, now=runtime().now(), actor=Actor(label="user:ops"))
+        cancel_action(session, workspace_id, action_id, now=runtime().now(), actor=Actor(label="user:ops"), role=Role.OPS)
     clock.advance(seconds=40)
     assert run_queue(app, clock) == [{"skipped:cancelled": 1}]
     assert row(app, action_id).status == "cancelled" and outbox_ids(app) == []

@@ -7,6 +7,7 @@ from datetime import timedelta
 from sqlalchemy import func, select
 from werkzeug import Response
 
+from models.accounts.tables import Role
 from models.actions import lifecycle
 from models.actions.tables import ActionEvent, ScheduledAction
 from models.clock.tables import ClockRun
@@ -134,7 +135,8 @@ def test_an_admin_retry_gives_a_missed_row_a_fresh_window(app, clock, workspace)
     assert row(app, sms).failure_code == "missed_window"
     clock.advance(minutes=10)
     with app.app_context(), write_session() as session:
-        retry_action(session, workspace, sms, now=runtime().now(), policy=runtime().policy, actor=Actor(label="admin"))
+        retry_action(session, workspace, sms, now=runtime().now(), policy=runtime().policy, actor=Actor(label="admin"),
+                     role=Role.ADMIN)
     tick(app)
     assert row(app, sms).status == "published"
 

@@ -1,26 +1,16 @@
 """``/api/v1/actions``: schedule, list, inspect, cancel, reschedule and retry actions."""
 
 from flask import Blueprint, jsonify, request
-from sqlalchemy import select
 
-from models.accounts.tables import Role
+from models.actions.access import check_may_reschedule
+from models.actions.reading import action_cursor, action_events, get_action, list_actions, read_action_cursor
+from models.actions.scheduling import NewAction, cancel_action, create_action, reschedule_action, retry_action
 from models.actions.tables import Origin, Status
+from models.channels.reading import channel_by_name, channel_names
 from models.channels.tables import Channel
-from models.channels.reading import channel_by_name
 from models.core.database import db, write_session
-from models.core.errors import Forbidden, InvalidInput
-from models.actions.scheduling import (
-    NewAction,
-    action_events,
-    cancel_action,
-    create_action,
-    decode_cursor,
-    encode_cursor,
-    get_action,
-    list_actions,
-    reschedule_action,
-    retry_action,
-)
+from models.core.errors import InvalidInput
+from models.core.runtime import runtime
 from webapp.api.parsing import (
     json_body,
     optional_string,
@@ -30,15 +20,9 @@ from webapp.api.parsing import (
     required_string,
 )
 from webapp.api.serialize import action_json
-from webapp.auth import api_caller, require_api_role
-from models.core.runtime import runtime
+from webapp.auth import api_caller
 
 bp = Blueprint("api_actions", __name__, url_prefix="/api/v1/actions")
-
-
-def _channel_names(session, workspace_id: int) -> dict[int, str]:
-    rows = session.execute(select(Channel.id, Channel.name).where(Channel.workspace_id == workspace_id))
-    return {ident: name for ident, name in rows}
 
 
 def _one(session, row, *, events: bool = False, status: int = 200, note: str | None = None):
@@ -101,12 +85,12 @@ def index():
     limit = query_limit()
     session = db.session
     rows = list_actions(session, caller.workspace.id, statuses=statuses or None, start=start, end=end,
-                        after=decode_cursor(cursor) if cursor else None, limit=limit + 1)
-    names = _channel_names(session, caller.workspace.id)
+                        after=read_action_cursor(cursor) if cursor else None, limit=limit + 1)
+    names = channel_names(session, caller.workspace.id)
     page = rows[:limit]
     return jsonify({
         "actions": [action_json(row, channel_name=names.get(row.channel_id)) for row in page],
-        "next_cursor": encode_cursor(page[-1]) if len(rows) > limit else None,
+        "next_cursor": action_cursor(page[-1]) if len(rows) > limit else None,
     })
 
 
@@ -123,38 +107,35 @@ def cancel(action_id: int):
     caller = api_caller()
     rt = runtime()
     with write_session() as session:
-        row = get_action(session, caller.workspace.id, action_id)
-        if not caller.role.allows(Role.OPS) and row.origin != Origin.RECONCILER.value and row.created_by_id != caller.user.id:
-            raise Forbidden("you need the ops role to cancel an action you did not create")
-        row = cancel_action(session, caller.workspace.id, action_id, now=rt.now(), actor=caller.actor)
+        row = cancel_action(session, caller.workspace.id, action_id, now=rt.now(), actor=caller.actor,
+                            role=caller.role)
         return _one(session, row)
 
 
 @bp.post("/<int:action_id>/reschedule")
-@require_api_role(Role.OPS)
 def reschedule(action_id: int):
     """Cancel a queued action and schedule its replacement at a new time."""
     caller = api_caller()
+    check_may_reschedule(caller.role)
     body = json_body()
     rt = runtime()
     publish_at, resolved = parse_schedule_time(body, caller.workspace.timezone)
     with write_session() as session:
         row = reschedule_action(session, caller.workspace.id, action_id, publish_at, now=rt.now(),
-                                policy=rt.policy, actor=caller.actor)
+                                policy=rt.policy, actor=caller.actor, role=caller.role)
         response = _one(session, row, status=201, note=resolved.note if resolved else None)
     rt.announce_due([row])
     return response
 
 
 @bp.post("/<int:action_id>/retry")
-@require_api_role(Role.ADMIN)
 def retry(action_id: int):
     """Queue a failed action again, due now (admin only)."""
     caller = api_caller()
     rt = runtime()
     with write_session() as session:
         row = retry_action(session, caller.workspace.id, action_id, now=rt.now(), policy=rt.policy,
-                           actor=caller.actor)
+                           actor=caller.actor, role=caller.role)
         response = _one(session, row)
     rt.announce_due([row])
     return response

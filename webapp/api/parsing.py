@@ -1,14 +1,13 @@
 """Turning request bodies and query strings into validated values, or a 4xx naming the field."""
 
 import re
-from datetime import date, datetime, time, timezone
+from datetime import datetime, timezone
 
 from flask import request
 
 from models.core.errors import InvalidInput
-from models.timing.wall_time import InvalidTimezone, ResolvedTime, resolve_wall_time
-
-LOCAL_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})$")
+from models.core.time_input import parse_local_time, resolve_typed
+from models.timing.wall_time import ResolvedTime
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:\d{2})$")
 
 
@@ -61,24 +60,6 @@ def parse_instant(value, field: str) -> datetime:
         raise InvalidInput(f"{field} is outside the years 1 to 9999 in UTC", field=field, code="bad_time") from None
 
 
-def parse_local_time(value, field: str, zone: str) -> ResolvedTime:
-    """``YYYY-MM-DDTHH:MM`` in ``zone``, resolved by the brief's wall-time rules."""
-    match = LOCAL_TIME.match(value.strip()) if isinstance(value, str) else None
-    if not match:
-        raise InvalidInput(f"{field} must look like 2026-05-20T09:00 (the workspace's zone)", field=field, code="bad_time")
-    year, month, day, hour, minute = (int(part) for part in match.groups())
-    try:
-        wall_date, wall_time = date(year, month, day), time(hour, minute)
-    except ValueError:
-        raise InvalidInput(f"{field} is not a real date and time", field=field, code="bad_time") from None
-    try:
-        return resolve_wall_time(wall_date, wall_time, zone)
-    except OverflowError:
-        raise InvalidInput(f"{field} is outside the years 1 to 9999 in UTC", field=field, code="bad_time") from None
-    except InvalidTimezone as exc:
-        raise InvalidInput(f"the workspace's time zone is not valid: {exc}", field="timezone", code="bad_zone") from None
-
-
 def parse_schedule_time(body: dict, zone: str) -> tuple[datetime, ResolvedTime | None]:
     """Exactly one of ``publish_at`` or ``local_time``; returns the instant and any wall-time note."""
     has_instant = body.get("publish_at") is not None
@@ -87,7 +68,7 @@ def parse_schedule_time(body: dict, zone: str) -> tuple[datetime, ResolvedTime |
         raise InvalidInput("give either publish_at or local_time, not both or neither", field="publish_at", code="missing")
     if has_instant:
         return parse_instant(body["publish_at"], "publish_at"), None
-    resolved = parse_local_time(body["local_time"], "local_time", zone)
+    resolved = resolve_typed(*parse_local_time(body["local_time"], "local_time"), zone, "local_time")
     return resolved.instant, resolved
 
 

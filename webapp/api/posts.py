@@ -1,6 +1,5 @@
 """``/api/v1/posts``: compose, list, inspect, edit, approve, unapprove, archive and Post now."""
 
-import base64
 from datetime import date, time
 
 from flask import Blueprint, jsonify, request
@@ -9,8 +8,17 @@ from models.core.database import db, write_session
 from models.core.errors import InvalidInput
 from models.posts.tables import Post, PostStatus
 from models.posts.operations import approve_post, archive_post, create_post, post_now, unapprove_post, update_post
-from models.posts.reading import delivery_of, get_post, list_posts, post_rows, post_targets, resolve_post_time
-from models.posts.checks import parse_wall_time
+from models.posts.reading import (
+    delivery_of,
+    get_post,
+    list_posts,
+    post_cursor,
+    post_rows,
+    post_targets,
+    read_post_cursor,
+    resolve_post_time,
+)
+from models.core.time_input import parse_local_time
 from models.timing.wall_time import InvalidTimezone
 from webapp.api.parsing import json_body, optional_string, query_limit
 from webapp.api.serialize import action_json, iso
@@ -83,7 +91,7 @@ def _answer(session, change, caller, *, status: int = 200, note: str | None = No
 def _time_fields(body: dict) -> tuple[date | None, time | None]:
     if body.get("local_time") is None:
         return None, None
-    return parse_wall_time(body["local_time"], "local_time")
+    return parse_local_time(body["local_time"], "local_time")
 
 
 @bp.post("")
@@ -121,20 +129,6 @@ def _bad_date(name: str):
     raise InvalidInput(f"{name} must be a date like 2026-05-20", field=name, code="bad_date")
 
 
-def _encode_cursor(post: Post) -> str:
-    raw = f"{post.wall_date.isoformat()}|{post.wall_time.strftime('%H:%M:%S')}|{post.id}"
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[date, time, int]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        day, at, ident = base64.urlsafe_b64decode(padded.encode()).decode().split("|")
-        return date.fromisoformat(day), time.fromisoformat(at), int(ident)
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidInput("cursor is not one this API gave out", field="cursor") from None
-
-
 @bp.get("")
 def index():
     """List posts by wall date and time; ``from`` and ``to`` are inclusive dates."""
@@ -151,12 +145,12 @@ def index():
     limit = query_limit()
     session = db.session
     posts = list_posts(session, caller.workspace.id, start=start, end=end, statuses=statuses or None,
-                       after=_decode_cursor(cursor) if cursor else None, limit=limit + 1)
+                       after=read_post_cursor(cursor) if cursor else None, limit=limit + 1)
     page = posts[:limit]
     rows = post_rows(session, caller.workspace.id, [post.id for post in page])
     return jsonify({
         "posts": [post_json(session, post, caller.workspace.timezone, rows=rows[post.id]) for post in page],
-        "next_cursor": _encode_cursor(page[-1]) if len(posts) > limit else None,
+        "next_cursor": post_cursor(page[-1]) if len(posts) > limit else None,
     })
 
 

@@ -1,77 +1,88 @@
 """One action: its detail page, and the row widget that cancels, reschedules and retries it.
 
-The row is one stateful partial (``_action_row.html``) that renders every state of the row
-and replaces itself. A refused change answers with the row re-rendered and the refusal
-written on it, under the refusal's own status code (403, 409, 422): htmx 4 swaps error
-answers like any other, so the row shows the message in place.
+The row is one stateful partial (``actions/_action_row.html``) that renders every state of
+the row and replaces itself. What it shows of a row is built once, by :func:`row_views`,
+wherever the row appears (the queue, failures, the detail page, a re-rendered row), so a
+row reads the same before and after a reload. A refused change answers with the row
+re-rendered and the refusal written on it, under the refusal's own status code (403, 409,
+422): htmx 4 swaps error answers like any other, so the row shows the message in place.
 """
 
 import json
-from datetime import date, time
+from dataclasses import dataclass, replace
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_login import login_required
 from sqlalchemy import select
 
-from models.accounts.tables import Role
-from models.actions.tables import ActionEvent, Origin, ScheduledAction, Status
-from models.actions.filters import rescheduled_to
-from models.channels.tables import Channel
+from models.actions.access import check_may_reschedule, may_cancel, may_reschedule, may_retry
+from models.actions.reading import action_events, events_by_action, get_action, rescheduled_to
+from models.actions.scheduling import cancel_action, reschedule_action, retry_action
+from models.actions.tables import ActionEvent, ScheduledAction, Status
+from models.channels.reading import channel_names
 from models.core.database import db, write_session
-from models.core.errors import DomainError, Forbidden, InvalidInput
-from models.actions.scheduling import action_events, cancel_action, get_action, reschedule_action, retry_action
-from models.timing.wall_time import InvalidTimezone, resolve_wall_time
+from models.core.errors import DomainError, InvalidInput
 from models.core.runtime import runtime
+from models.core.time_input import parse_clock, parse_day, resolve_typed
+from webapp.views.context import Viewer, is_htmx, render_page, viewer
 from webapp.views.posts import post_url
-from webapp.views.context import is_htmx, render_page, viewer
 from webapp.views.wording import failure_reason, refusal_message
 
 bp = Blueprint("actions", __name__)
 
 
-def channel_names(session, workspace_id: int) -> dict[int, str]:
-    rows = session.execute(select(Channel.id, Channel.name).where(Channel.workspace_id == workspace_id))
-    return {ident: name for ident, name in rows}
+@dataclass(frozen=True)
+class RowView:
+    """Everything the row partial shows of one action, and what the viewer may do to it."""
+
+    row: ScheduledAction
+    channel_name: str
+    reason: str | None  # why it failed, in words, for a failed row
+    can_cancel: bool
+    can_reschedule: bool
+    can_retry: bool
+    post_link: str | None  # the post a reconciler row follows
+    timeline: list[ActionEvent] | None  # for a row that has been tried at least once
+    message: str | None = None
+    message_kind: str = "ok"
+    editing: bool = False
+    replacement: "RowView | None" = None
 
 
-def events_by_action(session, action_ids: list[int]) -> dict[int, list[ActionEvent]]:
-    """The timelines of several rows in one query."""
-    timelines: dict[int, list[ActionEvent]] = {ident: [] for ident in action_ids}
-    if action_ids:
-        for event in session.scalars(select(ActionEvent).where(ActionEvent.action_id.in_(action_ids))
-                                     .order_by(ActionEvent.action_id, ActionEvent.id)):
-            timelines[event.action_id].append(event)
-    return timelines
+def row_views(rows: list[ScheduledAction], v: Viewer) -> list[RowView]:
+    """The row widgets of ``rows``, with one query for channel names and one for the timelines."""
+    names = channel_names(db.session, v.workspace.id)
+    timelines = events_by_action(db.session, [row.id for row in rows if row.attempt_count])
+    return [
+        RowView(
+            row=row, channel_name=names.get(row.channel_id, "?"),
+            reason=failure_reason(row) if row.status == Status.FAILED.value else None,
+            can_cancel=may_cancel(v.role, v.user.id, row), can_reschedule=may_reschedule(v.role),
+            can_retry=may_retry(v.role), post_link=post_url(row), timeline=timelines.get(row.id),
+        )
+        for row in rows
+    ]
 
 
-def may_cancel(v, row: ScheduledAction) -> bool:
-    """Ops cancel anything; a marketer cancels a post's rows and the rows they created."""
-    return v.can(Role.OPS) or row.origin == Origin.RECONCILER.value or row.created_by_id == v.user.id
-
-
-def row_context(row: ScheduledAction, **extra) -> dict:
-    v = viewer()
-    context = dict(
-        row=row, v=v, channel_name=channel_names(db.session, v.workspace.id).get(row.channel_id, "?"),
-        reason=failure_reason(row) if row.status == Status.FAILED.value else None,
-        can_cancel=may_cancel(v, row), post_link=post_url(row), message=None, message_kind="ok",
-        editing=False, replacement=None,
-        timeline=action_events(db.session, row.id) if row.attempt_count else None,
-    )
-    context.update(extra)
-    return context
+def row_view(row: ScheduledAction, **extra) -> RowView:
+    """One row's widget for the current viewer, with a message, the edit form, or its replacement."""
+    replacement = extra.pop("replacement", None)
+    view = replace(row_views([row], viewer())[0], **extra)
+    if replacement is not None:
+        view = replace(view, replacement=row_views([replacement], viewer())[0])
+    return view
 
 
 def render_row(row: ScheduledAction, *, status: int = 200, **extra):
     """The row partial for htmx, or the action's page for a plain browser request."""
-    context = row_context(row, **extra)
+    view = row_view(row, **extra)
     if is_htmx():
-        return render_template("actions/_action_row.html", **context), status
+        return render_template("actions/_action_row.html", r=view, v=viewer()), status
     if status < 400 and request.method == "POST":
-        if context["message"]:
-            flash(context["message"])
+        if view.message:
+            flash(view.message)
         return redirect(_safe_next() or url_for("actions.detail", action_id=row.id), code=303)
-    return render_detail(row, status=status, message=context["message"], message_kind=context["message_kind"])
+    return render_detail(row, status=status, message=view.message, message_kind=view.message_kind)
 
 
 def _safe_next() -> str | None:
@@ -97,12 +108,11 @@ def render_detail(row: ScheduledAction, *, status: int = 200, message: str | Non
     session = db.session
     events = action_events(session, row.id)
     parent = session.get(ScheduledAction, row.rescheduled_from_id) if row.rescheduled_from_id else None
-    context = row_context(row, message=message, message_kind=message_kind)
-    context.update(
+    return render_page(
+        "actions/action_detail.html", v=v, r=row_view(row), row=row, message=message, message_kind=message_kind,
         events=events, parent=parent, children=rescheduled_to(session, row.id),
         payload_text=json.dumps(row.payload, indent=2, ensure_ascii=False, sort_keys=True),
-    )
-    return render_page("actions/action_detail.html", **context), status
+    ), status
 
 
 @bp.get("/actions/<int:action_id>")
@@ -132,11 +142,8 @@ def cancel(action_id: int):
     rt = runtime()
     try:
         with write_session() as session:
-            found = get_action(session, v.workspace.id, action_id)
-            if not may_cancel(v, found):
-                raise Forbidden("You need the ops role to cancel an action you did not create.")
-            was_already = found.status == Status.CANCELLED.value
-            done = cancel_action(session, v.workspace.id, action_id, now=rt.now(), actor=v.actor)
+            was_already = get_action(session, v.workspace.id, action_id).status == Status.CANCELLED.value
+            done = cancel_action(session, v.workspace.id, action_id, now=rt.now(), actor=v.actor, role=v.role)
     except DomainError as error:
         return refuse(action_id, error)
     message = "It was already cancelled." if was_already else "Cancelled."
@@ -149,26 +156,11 @@ def reschedule_form(action_id: int):
     """The row with its inline date and time form open."""
     v = viewer()
     found = get_action(db.session, v.workspace.id, action_id)
-    if not v.can(Role.OPS):
-        return refuse(action_id, Forbidden("You need the ops role to reschedule."))
+    try:
+        check_may_reschedule(v.role)
+    except DomainError as error:
+        return refuse(action_id, error)
     return render_row(found, editing=True)
-
-
-def parse_wall_time(form, zone: str, *, date_field: str = "date", time_field: str = "time"):
-    """A date and a time typed in the workspace's zone, resolved to an instant (or a 422)."""
-    raw_date, raw_time = (form.get(date_field) or "").strip(), (form.get(time_field) or "").strip()
-    try:
-        day = date.fromisoformat(raw_date)
-    except ValueError:
-        raise InvalidInput("Give a date like 2026-06-30.", field=date_field) from None
-    try:
-        at = time.fromisoformat(raw_time)
-    except ValueError:
-        raise InvalidInput("Give a time like 09:30.", field=time_field) from None
-    try:
-        return resolve_wall_time(day, at.replace(second=0, microsecond=0), zone)
-    except InvalidTimezone as exc:
-        raise InvalidInput(f"This workspace's time zone is not valid: {exc}", field="timezone") from None
 
 
 @bp.post("/actions/<int:action_id>/reschedule")
@@ -177,13 +169,13 @@ def reschedule(action_id: int):
     """Cancel the row and schedule its replacement at the new wall time."""
     v = viewer()
     rt = runtime()
-    if not v.can(Role.OPS):
-        return refuse(action_id, Forbidden("You need the ops role to reschedule."))
     try:
-        resolved = parse_wall_time(request.form, v.zone)
+        check_may_reschedule(v.role)
+        resolved = resolve_typed(parse_day(request.form.get("date")), parse_clock(request.form.get("time")), v.zone,
+                                 "date")
         with write_session() as session:
             new = reschedule_action(session, v.workspace.id, action_id, resolved.instant, now=rt.now(),
-                                    policy=rt.policy, actor=v.actor)
+                                    policy=rt.policy, actor=v.actor, role=v.role)
             old = session.get(ScheduledAction, action_id)
     except DomainError as error:
         return refuse(action_id, error, editing=isinstance(error, InvalidInput))
@@ -201,11 +193,10 @@ def retry(action_id: int):
     """Queue a failed action again, due now (admin only)."""
     v = viewer()
     rt = runtime()
-    if not v.can(Role.ADMIN):
-        return refuse(action_id, Forbidden("You need the admin role to retry."))
     try:
         with write_session() as session:
-            done = retry_action(session, v.workspace.id, action_id, now=rt.now(), policy=rt.policy, actor=v.actor)
+            done = retry_action(session, v.workspace.id, action_id, now=rt.now(), policy=rt.policy, actor=v.actor,
+                                role=v.role)
     except DomainError as error:
         return refuse(action_id, error)
     rt.announce_due([done])

@@ -11,8 +11,8 @@ from models.core.database import db
 from models.posts.tables import PostStatus
 from models.posts.reading import list_posts
 from models.timing.wall_time import to_local
+from models.channels.reading import channel_names
 from models.core.runtime import runtime
-from webapp.views.actions import channel_names
 from webapp.views.context import is_htmx, viewer
 
 bp = Blueprint("calendar", __name__)

@@ -2,13 +2,12 @@
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
 from models.accounts.tables import Role
 from models.channels.tables import Channel, ChannelKind
-from models.channels.operations import validate_channel
+from models.channels.operations import save_channel
 from models.core.database import db, write_session
-from models.core.errors import InvalidInput, NotFound
+from models.core.errors import DomainError, InvalidInput, NotFound
 from models.channels.providers import Delivery, SendContext, SendOutcome, send_alone
 from models.channels.providers.http import http_client
 from models.core.runtime import runtime
@@ -25,7 +24,6 @@ SETTINGS_HINT = {
     "twilio": "account_sid = AC...\nfrom = +15555550100",
     "mastodon": "url = https://mastodon.example\nvisibility = public",
 }
-MAX_SETTINGS = 20
 
 
 def parse_settings(text: str) -> dict:
@@ -40,8 +38,6 @@ def parse_settings(text: str) -> dict:
         if not sep or not key or len(key) > 64 or len(value) > 2048:
             raise InvalidInput(f"Line {number} should look like key = value.", field="settings")
         config[key] = int(value) if value.isdigit() and len(value) < 10 else value
-    if len(config) > MAX_SETTINGS:
-        raise InvalidInput(f"A channel has at most {MAX_SETTINGS} settings.", field="settings")
     return config
 
 
@@ -88,34 +84,19 @@ def edit(channel_id: int):
 def _save(channel: Channel | None):
     v = viewer()
     rt = runtime()
-    name = (request.form.get("name") or "").strip()
-    kind = (request.form.get("kind") or "").strip()
     try:
         config = parse_settings(request.form.get("settings", ""))
-        try:
-            validate_channel(name, kind, config)
-        except ValueError as exc:
-            words = str(exc)
-            raise InvalidInput(words[:1].upper() + words[1:] + ".", field="name") from None
         with write_session() as session:
-            if channel is None:
-                target = Channel(workspace_id=v.workspace.id, created_at=rt.now())
-                session.add(target)
-            else:
-                target = session.get(Channel, channel.id)
-            target.name, target.kind, target.config = name, kind, config
-            if request.form.get("clear_secret") == "yes":
-                target.set_secret(rt.secret_box, None)
-            elif request.form.get("secret"):
-                target.set_secret(rt.secret_box, request.form["secret"])
-            session.flush()
-            saved_id = target.id
-    except InvalidInput as error:
-        return _page(channel, error=error, status=422)
-    except IntegrityError:
-        return _page(channel, error=InvalidInput(f"A channel named {name!r} already exists.", field="name"),
-                     status=409)
-    flash(f"Channel {name} saved.")
+            saved = save_channel(
+                session, v.workspace.id, channel_id=channel.id if channel else None,
+                name=request.form.get("name") or "", kind=(request.form.get("kind") or "").strip(), config=config,
+                secret=request.form.get("secret") or None, clear_secret=request.form.get("clear_secret") == "yes",
+                box=rt.secret_box, now=rt.now(),
+            )
+            saved_id, saved_name = saved.id, saved.name
+    except DomainError as error:
+        return _page(channel, error=error, status=error.status)
+    flash(f"Channel {saved_name} saved.")
     return redirect(url_for("channels.edit", channel_id=saved_id), code=303)
 
 

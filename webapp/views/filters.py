@@ -1,7 +1,7 @@
 """The filter bar shared by the queue and failures pages: query string in, ActionFilter out."""
 
 from dataclasses import dataclass
-from datetime import date, time, timedelta
+from datetime import time, timedelta
 from urllib.parse import urlencode
 
 from sqlalchemy import select
@@ -10,8 +10,8 @@ from models.actions.filters import ActionFilter
 from models.channels.tables import Channel
 from models.core.database import db
 from models.core.errors import InvalidInput
-from models.actions.scheduling import decode_cursor
-from models.timing.wall_time import resolve_wall_time
+from models.actions.reading import read_action_cursor
+from models.core.time_input import parse_day, resolve_typed
 
 FILTER_KEYS = ("status", "type", "channel", "from", "to", "q", "reason")
 
@@ -31,11 +31,8 @@ class ParsedFilter:
 
 
 def _local_midnight(raw: str, zone: str, field: str, *, plus_days: int = 0):
-    try:
-        day = date.fromisoformat(raw)
-    except ValueError:
-        raise InvalidInput(f"{field} must be a date like 2026-06-30", field=field) from None
-    return resolve_wall_time(day + timedelta(days=plus_days), time(0, 0), zone).instant
+    """The instant the typed local day (plus ``plus_days``) begins in ``zone``."""
+    return resolve_typed(parse_day(raw, field) + timedelta(days=plus_days), time(0, 0), zone, field).instant
 
 
 def parse_filter(args, v, *, allowed: tuple[str, ...], default: tuple[str, ...]) -> ParsedFilter:
@@ -73,7 +70,7 @@ def parse_filter(args, v, *, allowed: tuple[str, ...], default: tuple[str, ...])
     cursor = args.get("cursor")
     if cursor:
         try:
-            after = decode_cursor(cursor)
+            after = read_action_cursor(cursor)
         except InvalidInput:
             problems.append("That page link is out of date; showing the first page.")
     wanted = ActionFilter(

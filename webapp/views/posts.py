@@ -3,8 +3,6 @@
 Every rule lives in :mod:`models.posts`; these views parse the form, call it, and render.
 """
 
-from datetime import date, time
-
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
 
@@ -15,7 +13,7 @@ from models.core.errors import DomainError, InvalidInput
 from models.posts.tables import ACTION_TYPE, post_id_of
 from models.posts.operations import approve_post, archive_post, create_post, post_now, unapprove_post, update_post
 from models.posts.reading import delivery_of, get_post, post_rows, post_targets
-from models.timing.wall_time import InvalidTimezone, resolve_wall_time
+from models.core.time_input import parse_clock, parse_day, resolve_typed
 from models.core.runtime import runtime
 from webapp.views.context import is_htmx, render_page, require_role, viewer
 
@@ -36,15 +34,7 @@ def _channels(workspace_id: int) -> list[Channel]:
 
 def _form_fields(form) -> dict:
     """The composer's fields as the domain functions take them; a 422 names a bad one."""
-    raw_date, raw_time = (form.get("date") or "").strip(), (form.get("time") or "").strip()
-    try:
-        wall_date = date.fromisoformat(raw_date)
-    except ValueError:
-        raise InvalidInput("Give a date like 2026-06-30.", field="date") from None
-    try:
-        wall_time = time.fromisoformat(raw_time).replace(second=0, microsecond=0)
-    except ValueError:
-        raise InvalidInput("Give a time like 09:30.", field="time") from None
+    wall_date, wall_time = parse_day(form.get("date")), parse_clock(form.get("time"))
     media = [line.strip() for line in (form.get("media") or "").splitlines() if line.strip()]
     return dict(body=form.get("body") or "", targets=form.getlist("targets"), media=media,
                 wall_date=wall_date, wall_time=wall_time)
@@ -80,8 +70,8 @@ def render_composer(post=None, *, error: DomainError | None = None, status: int 
 def _preview(raw_date: str | None, raw_time: str | None, zone: str) -> dict | None:
     """The instant a wall date and time resolve to, and the note when the wall time shifted."""
     try:
-        resolved = resolve_wall_time(date.fromisoformat(raw_date or ""), time.fromisoformat(raw_time or ""), zone)
-    except (ValueError, InvalidTimezone):
+        resolved = resolve_typed(parse_day(raw_date), parse_clock(raw_time), zone)
+    except InvalidInput:
         return None
     return dict(local=resolved.local, utc=resolved.instant, note=resolved.note)
 
@@ -90,10 +80,9 @@ def _preview(raw_date: str | None, raw_time: str | None, zone: str) -> dict | No
 @require_role(Role.MARKETER)
 def new():
     """A blank composer, for the day clicked on the calendar when there is one."""
-    day = request.args.get("date", "")
     try:
-        day = date.fromisoformat(day).isoformat()
-    except ValueError:
+        day = parse_day(request.args.get("date")).isoformat()
+    except InvalidInput:
         day = ""
     return render_composer(day=day)
 

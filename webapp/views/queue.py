@@ -8,13 +8,13 @@ from models.actions.filters import action_types, count_actions, find_actions, ma
 from models.actions.tables import Status
 from models.core.database import db, write_session
 from models.core.errors import DomainError
-from models.actions.scheduling import cancel_action, encode_cursor, retry_action
+from models.actions.reading import action_cursor
+from models.actions.scheduling import cancel_action, retry_action
+from models.channels.reading import channel_names
 from models.core.runtime import runtime
-from webapp.views.actions import channel_names, events_by_action, may_cancel
+from webapp.views.actions import row_views
 from webapp.views.context import is_htmx, require_role, viewer
 from webapp.views.filters import parse_filter
-from webapp.views.posts import post_url
-from webapp.views.wording import failure_reason
 
 bp = Blueprint("queue", __name__)
 
@@ -33,13 +33,10 @@ def _listing(kind: str):
                         newest_first=kind == "failures")
     page, more = rows[:PAGE_SIZE], len(rows) > PAGE_SIZE
     counts = count_actions(session, v.workspace.id, parsed.wanted.with_statuses(*allowed))
-    names = channel_names(session, v.workspace.id)
-    timelines = events_by_action(session, [row.id for row in page]) if kind == "failures" else {}
     context = dict(
-        v=v, kind=kind, rows=page, parsed=parsed, counts=counts, names=names,
-        next_cursor=encode_cursor(page[-1]) if more else None, types=action_types(session, v.workspace.id),
-        channels=sorted(names.values()), statuses=allowed, reasons=failure_reason, may_cancel=may_cancel,
-        post_url=post_url, timelines=timelines,
+        v=v, kind=kind, views=row_views(page, v), parsed=parsed, counts=counts,
+        next_cursor=action_cursor(page[-1]) if more else None, types=action_types(session, v.workspace.id),
+        channels=sorted(channel_names(session, v.workspace.id).values()), statuses=allowed,
     )
     if is_htmx():
         return render_template("queue/_listing_results.html", **context)
@@ -77,10 +74,10 @@ def _bulk(kind: str):
         for action_id in ids[:BULK_LIMIT]:
             try:
                 if kind == "cancel":
-                    cancel_action(session, v.workspace.id, action_id, now=rt.now(), actor=v.actor)
+                    cancel_action(session, v.workspace.id, action_id, now=rt.now(), actor=v.actor, role=v.role)
                 else:
                     retried.append(retry_action(session, v.workspace.id, action_id, now=rt.now(),
-                                                policy=rt.policy, actor=v.actor))
+                                                policy=rt.policy, actor=v.actor, role=v.role))
                 done += 1
             except DomainError as error:
                 refused.append(f"#{action_id}: {error.message}")
