@@ -111,6 +111,7 @@ def _demo_actions(session, workspace_id, channels, now):
             if publish_at > now:
                 if index % 11 == 0:
                     lifecycle.cancel(session, row.id, kind=CancelKind.PERSON, now=now - timedelta(minutes=3),
+                                     workspace_id=workspace_id,
                                      actor=person, reason="cancelled by admin@demo.test")
                 continue
             claimed = lifecycle.claim(session, row.id, now=publish_at, actor=tick)

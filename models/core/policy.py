@@ -70,6 +70,10 @@ class Policy:
         return replace(self, **cleaned)
 
 
+# The production settings; what callers that are not handed a policy fall back to.
+DEFAULT_POLICY = Policy()
+
+
 def _seconds(key: str, value) -> timedelta:
     if isinstance(value, timedelta):
         return value

@@ -187,7 +187,7 @@ def archive_post(
     for row in post_rows(session, workspace_id, [post.id])[post.id]:
         if row.status == Status.QUEUED.value:
             outcome = lifecycle.cancel(
-                session, row.id, kind=CancelKind.PERSON, now=now, actor=actor,
+                session, row.id, workspace_id=workspace_id, kind=CancelKind.PERSON, now=now, actor=actor,
                 reason=f"post #{post.id} archived by {actor.label}",
             )
             cancelled += outcome.ok
@@ -232,6 +232,7 @@ def post_now(
             continue
         if old is not None:
             outcome = lifecycle.cancel(session, old.id, kind=CancelKind.RESCHEDULED, now=now, actor=actor,
+                                       workspace_id=workspace_id,
                                        reason="replaced by Post now")
             if not outcome.ok:
                 refusals.append(f"{target.name} is {outcome.status}")

@@ -177,6 +177,7 @@ def reconcile_post(
     why = "target removed" if post.status == PostStatus.APPROVED.value else "no longer approved"
     for row in decision.withdrawals:
         outcome = lifecycle.cancel(session, row.id, kind=CancelKind.ORPHANED, now=now, actor=actor,
+                                   workspace_id=post.workspace_id,
                                    reason=f"post #{post.id} {why}")
         done.counts["removed" if outcome.ok else "skip_in_flight"] += 1
     if decision.mark_published:
@@ -211,6 +212,7 @@ def _replace_row(session, post, row, channel, instant, payload, done, *, now, ac
     """Cancel (kind ``rescheduled``) and insert the replacement, together or not at all."""
     savepoint = session.begin_nested()
     outcome = lifecycle.cancel(session, row.id, kind=CancelKind.RESCHEDULED, now=now, actor=actor,
+                               workspace_id=post.workspace_id,
                                reason=f"post #{post.id} now at {instant.isoformat()}")
     if not outcome.ok:
         savepoint.rollback()

@@ -47,7 +47,7 @@ def _failed(app, world, clock, attempts=1):
                                       now=clock.now(), actor=JOB))
     if attempts > 1:
         for _ in range(attempts - 1):
-            _in(app, lambda s: lifecycle.retry(s, action_id, now=clock.now(), actor=JOB))
+            _in(app, lambda s: lifecycle.retry(s, action_id, now=clock.now(), actor=JOB, workspace_id=world.workspace_id))
             token = _in(app, lambda s: lifecycle.claim(s, action_id, now=clock.now(), actor=JOB)).row.claim_token
             _in(app, lambda s: lifecycle.fail(s, action_id, claim_token=token, code=FailureCode.PERMANENT,
                                               message="no", now=clock.now(), actor=JOB))
@@ -182,18 +182,20 @@ def test_miss_refuses_codes_that_imply_a_send(app, world, clock):
 
 def test_cancel_records_its_kind_and_refuses_past_queued(app, world, clock):
     action_id = add_action(app, world)
-    assert _in(app, lambda s: lifecycle.cancel(s, action_id, kind=CancelKind.ORPHANED, now=clock.now(), actor=JOB)).ok
+    assert _in(app, lambda s: lifecycle.cancel(s, action_id, kind=CancelKind.ORPHANED, now=clock.now(), actor=JOB,
+                                               workspace_id=world.workspace_id)).ok
     row = _row(app, action_id)
     assert (row.status, row.cancel_kind) == ("cancelled", "orphaned")
     claimed_id, _ = _claimed(app, world, clock)
-    refused = _in(app, lambda s: lifecycle.cancel(s, claimed_id, kind=CancelKind.PERSON, now=clock.now(), actor=JOB))
+    refused = _in(app, lambda s: lifecycle.cancel(s, claimed_id, kind=CancelKind.PERSON, now=clock.now(), actor=JOB,
+                                                    workspace_id=world.workspace_id))
     assert refused.reason is Refusal.WRONG_STATE and refused.status == "submitted"
 
 
 def test_retry_requeues_the_same_row_due_now_and_clears_the_error(app, world, clock):
     action_id = _failed(app, world, clock)
     clock.advance(hours=1)
-    outcome = _in(app, lambda s: lifecycle.retry(s, action_id, now=clock.now(), actor=JOB))
+    outcome = _in(app, lambda s: lifecycle.retry(s, action_id, now=clock.now(), actor=JOB, workspace_id=world.workspace_id))
     assert outcome.ok
     row = _row(app, action_id)
     assert (row.status, row.last_error, row.next_attempt_at, row.attempt_count) == ("queued", None, clock.now(), 1)
@@ -203,7 +205,7 @@ def test_retry_requeues_the_same_row_due_now_and_clears_the_error(app, world, cl
 def test_retry_is_refused_once_five_attempts_are_spent(app, world, clock):
     action_id = _failed(app, world, clock, attempts=5)
     assert _row(app, action_id).attempt_count == 5
-    outcome = _in(app, lambda s: lifecycle.retry(s, action_id, now=clock.now(), actor=JOB))
+    outcome = _in(app, lambda s: lifecycle.retry(s, action_id, now=clock.now(), actor=JOB, workspace_id=world.workspace_id))
     assert outcome.reason is Refusal.ATTEMPTS_EXHAUSTED and _row(app, action_id).status == "failed"
 
 
@@ -228,7 +230,7 @@ def test_moves_from_the_wrong_status_change_nothing(app, world, clock, move):
                                          now=clock.now(), actor=JOB),
         "revert": lambda s: lifecycle.revert(s, action_id, claim_token="t", next_attempt_at=clock.now(), message="x",
                                              now=clock.now(), actor=JOB),
-        "retry": lambda s: lifecycle.retry(s, action_id, now=clock.now(), actor=JOB),
+        "retry": lambda s: lifecycle.retry(s, action_id, now=clock.now(), actor=JOB, workspace_id=world.workspace_id),
     }
     outcome = _in(app, calls[move])
     assert not outcome.ok and outcome.reason is Refusal.WRONG_STATE and outcome.status == "queued"

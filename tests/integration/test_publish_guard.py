@@ -39,7 +39,8 @@ def test_updating_a_row_back_to_active_beside_a_published_sibling_is_refused_by_
     """Even a raw UPDATE that bypasses the lifecycle cannot revive a sibling of a published row."""
     sibling = add_action(app, world, thing_id="post-1", publish_at=clock.now())
     with app.app_context(), write_session() as session:
-        assert lifecycle.cancel(session, sibling, kind=CancelKind.PERSON, now=clock.now(), actor=JOB).ok
+        assert lifecycle.cancel(session, sibling, kind=CancelKind.PERSON, now=clock.now(), actor=JOB,
+                                workspace_id=world.workspace_id).ok
     published = add_action(app, world, thing_id="post-1", publish_at=clock.now())
     _publish(app, published, clock.now())
     with app.app_context():
@@ -63,7 +64,7 @@ def test_a_retry_beside_a_published_sibling_surfaces_as_the_typed_guard_error(ap
     with app.app_context():
         with pytest.raises(PublishGuardViolation):
             with write_session() as session:
-                lifecycle.retry(session, failed, now=clock.now(), actor=JOB)
+                lifecycle.retry(session, failed, now=clock.now(), actor=JOB, workspace_id=world.workspace_id)
         with write_session() as session:
             assert session.get(ScheduledAction, failed).status == "failed"
 

@@ -16,7 +16,7 @@ from sqlalchemy import func, select, text
 
 from models.actions import lifecycle
 from models.accounts.tables import Workspace
-from models.actions.tables import ActionEvent, FailureCode, ScheduledAction
+from models.actions.tables import CancelKind, ActionEvent, FailureCode, ScheduledAction
 from models.clock.tables import ClockRun
 from models.channels.tables import Channel
 from models.core.database import read_session, write_session
@@ -395,8 +395,8 @@ def test_every_target_sent_marks_the_post_published_with_its_delivery(client, ap
     _add_channel(app, world, "third")
     post_id = _post(client, world, targets=("main", "second", "third"))
     [_, second, _] = _rows(app, post_id)
-    _in_session(app, lambda s: lifecycle.cancel(s, second.id, kind=lifecycle.CancelKind.PERSON, now=clock.now(),
-                                                actor=WORKER))
+    _in_session(app, lambda s: lifecycle.cancel(s, second.id, kind=CancelKind.PERSON, now=clock.now(),
+                                                actor=WORKER, workspace_id=world.workspace_id))
     clock.advance(minutes=30)
     tick(app)
     _reconcile(app)
