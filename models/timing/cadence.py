@@ -28,6 +28,18 @@ Only enabling (re-enabling included) and a change of cadence make a new grid; sa
 schedule otherwise keeps it. A change of the workspace's zone keeps it too: the next slot of a
 calendar cadence is then ``next_slot(grid, now, new_zone)``, the same wall time in the new zone.
 
+Choosing the grid on enable (:func:`grid_for`): the first slot is the next whole hour on the
+*workspace's wall clock*, strictly after now. "The clock hour" is local, not UTC: in
+Pacific/Chatham (+12:45) slots land at hh:15 UTC, which the workspace sees as hh:00. A wall
+hour that does not exist (a gap) is skipped for the next one that does, and an ambiguous one
+counts by its first occurrence. That first slot is the anchor: ``anchor_at`` for elapsed
+cadences, its wall date and time as ``anchor_local`` for calendar ones (a daily schedule
+enabled at 14:20 runs at 15:00 today and 15:00 every day; a monthly one enabled on 31 January
+runs on the last day of shorter months). Elapsed cadences then keep elapsed time: where DST
+moves the clock by a whole hour (almost everywhere, Chatham included) hourly slots stay on the
+clock hour; on Lord Howe, whose clocks move by 30 minutes, they land on the half hour from
+one shift to the next, unless the schedule is re-enabled.
+
 Every instant taken or returned is aware; naive ones are refused with ``ValueError``. A zone
 that is not an IANA name raises :class:`InvalidTimezone`, a cadence not among the seven
 :class:`CadenceError`; both are ``ValueError``s a shell maps to a 4xx.
@@ -39,7 +51,10 @@ from datetime import date, datetime, timedelta
 from enum import Enum
 
 from models.timing.clock import utc
-from models.timing.wall_time import load_zone, resolve_wall_time, to_local
+from models.timing.wall_time import WallTimeShift, load_zone, resolve_wall_time, to_local
+
+# Samoa skipped a whole calendar day in 2011: no real gap is longer than two days of wall hours.
+_MAX_WALL_HOURS_SKIPPED = 48
 
 
 class CadenceError(ValueError):
@@ -121,6 +136,20 @@ class Grid:
             raise ValueError("anchor_local is a wall time and must be naive; the zone is the workspace's")
 
 
+def grid_for(cadence: Cadence | str, now: datetime, zone: str) -> Grid:
+    """The grid of a schedule enabled (or given a new cadence) at ``now`` in ``zone``.
+
+    Its first slot, and so ``next_slot(grid, now, zone)``, is the next whole hour on the
+    zone's wall clock strictly after ``now`` (a wall hour lost to a gap is skipped). See the
+    module docstring for what that means in zones with half- and quarter-hour offsets.
+    """
+    cadence = parse_cadence(cadence)
+    wall_hour, instant = _next_wall_clock_hour(utc(now), zone)
+    if cadence.is_elapsed:
+        return Grid(cadence, anchor_at=instant)
+    return Grid(cadence, anchor_local=wall_hour)
+
+
 def next_slot(grid: Grid, after: datetime, zone: str) -> datetime:
     """The grid's first slot strictly after ``after``, in UTC.
 
@@ -176,6 +205,19 @@ def slots_between(grid: Grid, start: datetime, end: datetime, zone: str, *, limi
         slots.append(slot)
         slot = next_slot(grid, slot, zone)
     return slots
+
+
+def _next_wall_clock_hour(now: datetime, zone: str) -> tuple[datetime, datetime]:
+    """The next whole hour on ``zone``'s wall clock after ``now``: (naive wall time, UTC instant)."""
+    wall_hour = to_local(now, zone).replace(minute=0, second=0, microsecond=0, tzinfo=None, fold=0)
+    for _ in range(_MAX_WALL_HOURS_SKIPPED):
+        wall_hour += timedelta(hours=1)
+        resolved = resolve_wall_time(wall_hour.date(), wall_hour.time(), zone)
+        # A gap hour would resolve off the hour (Lord Howe's 02:00 becomes 02:30); the first
+        # occurrence of an ambiguous hour can lie before now when clocks fall back 2 hours.
+        if resolved.shift is not WallTimeShift.GAP and resolved.instant > now:
+            return wall_hour, resolved.instant
+    raise ValueError(f"{zone} shows no whole hour within two days after {now.isoformat()}")
 
 
 def _calendar_slots_near(grid: Grid, instant: datetime, zone: str) -> list[datetime]:

@@ -18,6 +18,7 @@ from models.timing.cadence import (
     Cadence,
     CadenceError,
     Grid,
+    grid_for,
     next_slot,
     parse_cadence,
     slot_at_or_before,
@@ -52,6 +53,7 @@ def first_slots(grid, zone, count, start=at(2000, 1, 1)):
 @pytest.mark.parametrize("spelling", SEVEN)
 def test_all_seven_cadences_are_accepted_with_the_seeds_spelling(spelling):
     assert parse_cadence(spelling).value == spelling
+    assert grid_for(spelling, at(2026, 6, 1, 12, 5), NY).cadence is Cadence(spelling)
 
 
 def test_there_are_exactly_seven_cadences_four_of_them_elapsed():
@@ -64,6 +66,73 @@ def test_an_unknown_cadence_is_refused_naming_the_seven(spelling):
     seven = "hourly, every_3_hours, every_8_hours, every_12_hours, daily, weekly, monthly"
     with pytest.raises(CadenceError, match=seven):
         parse_cadence(spelling)
+    with pytest.raises(ValueError):  # CadenceError is a ValueError, for the shells' 422
+        grid_for(spelling, at(2026, 6, 1, 12, 5), NY)
+
+
+# --- choosing the grid on enable ---------------------------------------------------------
+
+
+def test_enabling_anchors_every_cadence_on_the_next_local_clock_hour():
+    now = at(2026, 6, 1, 18, 20)  # 14:20 EDT
+    assert grid_for("every_8_hours", now, NY) == elapsed("every_8_hours", 2026, 6, 1, 19, 0)
+    assert grid_for("weekly", now, NY) == calendar("weekly", 2026, 6, 1, 15, 0)
+    assert next_slot(grid_for("weekly", now, NY), now, NY) == at(2026, 6, 1, 19, 0)
+
+
+def test_enabling_exactly_on_the_hour_takes_the_following_hour():
+    assert grid_for("hourly", at(2026, 6, 1, 12, 0), LONDON).anchor_at == at(2026, 6, 1, 12, 0) + timedelta(hours=1)
+
+
+def test_in_chatham_the_clock_hour_is_the_local_one_at_a_quarter_past_in_utc():
+    # 12:50Z is 01:35 +12:45 on 09-27; the next local hour, 02:00, is 13:15Z.
+    grid = grid_for("hourly", at(2026, 9, 26, 12, 50), CHATHAM)
+    assert grid.anchor_at == at(2026, 9, 26, 13, 15)
+    # Chatham's shift is a whole hour, so elapsed hours stay on its clock hour across it:
+    # 02:00 +12:45, then 04:00 and 05:00 +13:45.
+    assert first_slots(grid, CHATHAM, 3) == [at(2026, 9, 26, 13, 15), at(2026, 9, 26, 14, 15), at(2026, 9, 26, 15, 15)]
+
+
+def test_in_lord_howe_the_clock_hour_is_the_local_one_at_half_past_in_utc():
+    # 01:10Z is 11:40 +10:30 in June; the next local hour, 12:00, is 01:30Z.
+    assert grid_for("daily", at(2026, 6, 1, 1, 10), LORD_HOWE) == calendar("daily", 2026, 6, 1, 12, 0)
+    assert grid_for("hourly", at(2026, 6, 1, 1, 10), LORD_HOWE).anchor_at == at(2026, 6, 1, 1, 30)
+
+
+def test_hourly_in_lord_howe_keeps_elapsed_hours_so_after_its_half_hour_shift_it_lands_on_the_half_hour():
+    # 14:10Z on 10-03 is 00:40 +10:30 on 10-04: anchor 01:00 = 14:30Z; 15:30Z is 02:30 +11.
+    grid = grid_for("hourly", at(2026, 10, 3, 14, 10), LORD_HOWE)
+    slots = first_slots(grid, LORD_HOWE, 3)
+    assert slots == [at(2026, 10, 3, 14, 30), at(2026, 10, 3, 15, 30), at(2026, 10, 3, 16, 30)]
+    assert [to_local(slot, LORD_HOWE).strftime("%H:%M") for slot in slots] == ["01:00", "02:30", "03:30"]
+
+
+def test_enabling_just_before_a_gap_skips_the_wall_hour_that_does_not_exist():
+    # Lord Howe, 01:45 +10:30 on 10-04 (15:15Z): 02:00 does not exist, 03:00 +11 is 16:00Z.
+    assert grid_for("daily", at(2026, 10, 3, 15, 15), LORD_HOWE) == calendar("daily", 2026, 10, 4, 3, 0)
+    # New York, 01:30 EST on 03-08 (06:30Z): 02:00 does not exist, 03:00 EDT is 07:00Z.
+    assert grid_for("hourly", at(2026, 3, 8, 6, 30), NY).anchor_at == at(2026, 3, 8, 7, 0)
+
+
+def test_enabling_during_the_repeated_hour_never_anchors_in_the_past():
+    # New York, 01:30 EST, the second 01:30 (06:30Z): the next wall hour is 02:00 EST, 07:00Z.
+    assert grid_for("hourly", at(2026, 11, 1, 6, 30), NY).anchor_at == at(2026, 11, 1, 7, 0)
+    # 00:30 EDT (04:30Z): 01:00 is ambiguous and counts by its first occurrence, 05:00Z.
+    assert grid_for("daily", at(2026, 11, 1, 4, 30), NY) == calendar("daily", 2026, 11, 1, 1, 0)
+    # Troll falls back two hours, 03:00 +02 → 01:00 +00 at 01:00Z. At 01:30 +00 (01:30Z) the
+    # next wall hour, 02:00, first occurred at 00:00Z, already past: 03:00 +00 it is.
+    assert grid_for("hourly", at(2026, 10, 25, 1, 30), "Antarctica/Troll").anchor_at == at(2026, 10, 25, 3)
+
+
+def test_enabling_during_samoas_skipped_day_anchors_on_the_next_day_that_exists():
+    # 23:30 on 29 December 2011 (-10): every wall hour of the 30th is missing; 00:00 on the 31st
+    # (+14) is 10:00Z.
+    assert grid_for("hourly", at(2011, 12, 30, 9, 30), "Pacific/Apia").anchor_at == at(2011, 12, 30, 10)
+
+
+def test_enabling_in_a_garbage_zone_is_refused():
+    with pytest.raises(InvalidTimezone):
+        grid_for("daily", at(2026, 6, 1, 12, 5), "Mars/Olympus_Mons")
 
 
 # --- each cadence across DST, in four zones ----------------------------------------------
@@ -298,6 +367,7 @@ def test_naive_instants_are_refused():
     grid = elapsed("hourly", 2026, 6, 1)
     naive = datetime(2026, 6, 1, 12)
     for call in (
+        lambda: grid_for("daily", naive, NY),
         lambda: next_slot(grid, naive, NY),
         lambda: slot_at_or_before(grid, naive, NY),
         lambda: slots_between(grid, naive, at(2026, 6, 2), NY, limit=3),
