@@ -40,6 +40,14 @@ moves the clock by a whole hour (almost everywhere, Chatham included) hourly slo
 clock hour; on Lord Howe, whose clocks move by 30 minutes, they land on the half hour from
 one shift to the next, unless the schedule is re-enabled.
 
+After a run (issue 12, item 4): success → ``next_slot(grid, now)``; failure number *n* →
+:func:`retry_at`, the earlier of the next slot and ``now + 15 min × 2^(n−1)``. Nothing after
+a run, retries included, changes the grid: the retry instant is only a ``nextRunAt``, never
+an anchor. "A retry keeps the slot it retries" means the run it starts belongs to
+``slot_at_or_before(grid, retry instant)``, the slot that failed (or, when the backoff
+reached the next slot, that next slot itself), and the slot after it is read off the
+unchanged grid, not counted from the retry.
+
 Every instant taken or returned is aware; naive ones are refused with ``ValueError``. A zone
 that is not an IANA name raises :class:`InvalidTimezone`, a cadence not among the seven
 :class:`CadenceError`; both are ``ValueError``s a shell maps to a 4xx.
@@ -53,6 +61,11 @@ from enum import Enum
 from models.timing.clock import utc
 from models.timing.wall_time import WallTimeShift, load_zone, resolve_wall_time, to_local
 
+# The first retry waits this long, each later one twice the one before (issue 12, item 4).
+RETRY_BASE = timedelta(minutes=15)
+# 15 min × 2^16 is 682 days, past any cadence's next slot, so a larger exponent cannot change
+# the answer; capping it keeps a runaway failure count from overflowing timedelta.
+_MAX_RETRY_EXPONENT = 16
 # Samoa skipped a whole calendar day in 2011: no real gap is longer than two days of wall hours.
 _MAX_WALL_HOURS_SKIPPED = 48
 
@@ -173,7 +186,8 @@ def next_slot(grid: Grid, after: datetime, zone: str) -> datetime:
 def slot_at_or_before(grid: Grid, at: datetime, zone: str) -> datetime | None:
     """The grid's last slot at or before ``at`` (UTC), or None when ``at`` precedes the first.
 
-    The slot a run started at ``at`` belongs to: a late run still counts as its slot's.
+    The slot a run started at ``at`` belongs to: a retry claimed at its retry instant
+    retries this slot, and a late run still counts as its slot's.
     """
     at = utc(at)
     load_zone(zone)
@@ -186,6 +200,20 @@ def slot_at_or_before(grid: Grid, at: datetime, zone: str) -> datetime | None:
         if instant <= at:
             return instant
     return None
+
+
+def retry_at(grid: Grid, now: datetime, failures: int, zone: str) -> datetime:
+    """When to try again after consecutive failure number ``failures`` (1 for the first), at ``now``.
+
+    The earlier of the grid's next slot after ``now`` and ``now + 15 min × 2^(failures − 1)``
+    (15, 30, 60, 120 minutes, ...). The grid is not touched: the instant is a ``nextRunAt``,
+    never a new anchor, so the retry belongs to the slot it retries and later slots stay put.
+    """
+    if isinstance(failures, bool) or not isinstance(failures, int) or failures < 1:
+        raise ValueError(f"failures counts consecutive failures from 1, not {failures!r}")
+    now = utc(now)
+    backoff = RETRY_BASE * 2 ** min(failures - 1, _MAX_RETRY_EXPONENT)
+    return min(next_slot(grid, now, zone), now + backoff)
 
 
 def slots_between(grid: Grid, start: datetime, end: datetime, zone: str, *, limit: int) -> list[datetime]:

@@ -21,6 +21,7 @@ from models.timing.cadence import (
     grid_for,
     next_slot,
     parse_cadence,
+    retry_at,
     slot_at_or_before,
     slots_between,
 )
@@ -309,6 +310,47 @@ def test_after_a_three_day_outage_the_next_slot_is_one_slot_after_now():
     assert next_slot(every_8, at(2026, 6, 4, 15, 5), NY) == at(2026, 6, 4, 17)
 
 
+@pytest.mark.parametrize(
+    "failures, expected",
+    [
+        (1, at(2026, 6, 1, 12, 25)),  # now + 15 min
+        (2, at(2026, 6, 1, 12, 40)),  # now + 30 min
+        (3, at(2026, 6, 1, 13, 10)),  # now + 1 h
+        (4, at(2026, 6, 1, 14, 10)),  # now + 2 h
+        (5, at(2026, 6, 1, 15, 0)),  # now + 4 h is 16:10, the next slot 15:00 is earlier
+        (6, at(2026, 6, 1, 15, 0)),  # now + 8 h, same
+    ],
+)
+def test_a_retry_is_the_earlier_of_the_backoff_and_the_next_slot(failures, expected):
+    grid = elapsed("every_3_hours", 2026, 6, 1, 12)  # slots 12:00, 15:00, 18:00Z
+    assert retry_at(grid, at(2026, 6, 1, 12, 10), failures, NY) == expected
+
+
+@pytest.mark.parametrize("failures, minutes", [(1, 15), (2, 30), (3, 60), (4, 120), (5, 240), (6, 480)])
+def test_the_backoff_doubles_from_15_minutes_when_the_next_slot_is_far(failures, minutes):
+    daily = calendar("daily", 2026, 6, 1, 9)  # failed at 13:05Z, next slot 06-02 13:00Z
+    assert retry_at(daily, at(2026, 6, 1, 13, 5), failures, NY) == at(2026, 6, 1, 13, 5) + timedelta(minutes=minutes)
+
+
+def test_a_retry_keeps_the_slot_it_retries_and_the_grid_never_drifts():
+    grid = elapsed("every_3_hours", 2026, 6, 1, 12)
+    retry = retry_at(grid, at(2026, 6, 1, 12, 10), 1, NY)
+    assert retry == at(2026, 6, 1, 12, 25)
+    assert slot_at_or_before(grid, retry, NY) == at(2026, 6, 1, 12)  # the retry is slot 12:00's run
+    # It succeeds at 12:31: the next run is the grid's 15:00, not 12:25 + 3 h.
+    assert next_slot(grid, at(2026, 6, 1, 12, 31), NY) == at(2026, 6, 1, 15)
+
+
+def test_a_huge_failure_count_is_still_answered_by_the_next_slot():
+    assert retry_at(calendar("monthly", 2026, 1, 31, 9), at(2026, 2, 1), 10_000, LONDON) == at(2026, 2, 28, 9)
+
+
+@pytest.mark.parametrize("failures", [0, -1, True, 1.5, "1"])
+def test_failures_count_from_one(failures):
+    with pytest.raises(ValueError, match="from 1"):
+        retry_at(elapsed("hourly", 2026, 6, 1), at(2026, 6, 1, 1), failures, NY)
+
+
 # --- previews ----------------------------------------------------------------------------
 
 
@@ -370,6 +412,7 @@ def test_naive_instants_are_refused():
         lambda: grid_for("daily", naive, NY),
         lambda: next_slot(grid, naive, NY),
         lambda: slot_at_or_before(grid, naive, NY),
+        lambda: retry_at(grid, naive, 1, NY),
         lambda: slots_between(grid, naive, at(2026, 6, 2), NY, limit=3),
         lambda: Grid(Cadence.HOURLY, anchor_at=naive),
     ):
