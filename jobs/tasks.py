@@ -13,8 +13,7 @@ log = logging.getLogger("tickwork.jobs")
 
 
 def dispatch_context() -> DispatchContext:
-    rt = runtime()
-    return DispatchContext(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box)
+    return DispatchContext.of(runtime())
 
 
 @huey.task(name="dispatch")

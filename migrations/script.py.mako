@@ -8,11 +8,11 @@ Create Date: ${create_date}
 import sqlalchemy as sa
 from alembic import op
 
-import models.types
-from models.guard import install_publish_guard
+import models.core.types
 
-# A migration that alters scheduled_actions on SQLite copies the table and drops its
-# triggers: end its upgrade() and downgrade() with install_publish_guard(op.get_bind()).
+# Revisions are frozen: import column types from models, never DDL. A revision that alters
+# scheduled_actions on SQLite copies the table and drops its triggers: it carries its own
+# copy of the publish guard's SQL (see 0005) and re-installs it in the same revision.
 ${imports if imports else ""}
 
 # revision identifiers, used by Alembic.

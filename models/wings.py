@@ -1,7 +1,9 @@
-"""The whole domain put together: every floor's tables on one metadata.
+"""The whole domain put together: every floor's tables on one metadata, every wing's hooks in one registry.
 
 Importing this module registers every table on ``Base.metadata``, which the migrations and
-the schema test compare against; the app factory imports it before anything else.
+the schema test compare against; the app factory imports it before anything else and
+builds its hooks with :func:`install_hooks`. A new wing adds its tables module and its
+``register`` here, and nowhere below.
 """
 
 from models.accounts import tables as accounts_tables  # noqa: F401
@@ -9,6 +11,17 @@ from models.actions import tables as actions_tables  # noqa: F401
 from models.channels import outbox, tables as channels_tables  # noqa: F401
 from models.clock import tables as clock_tables  # noqa: F401
 from models.core.base import Base
-from models.posts import tables as posts_tables  # noqa: F401
+from models.core.hooks import Hooks
+from models.posts import hooks as posts_hooks, tables as posts_tables  # noqa: F401
 
-__all__ = ["Base"]
+WINGS = (posts_hooks,)
+
+__all__ = ["Base", "WINGS", "install_hooks"]
+
+
+def install_hooks() -> Hooks:
+    """A registry with every wing's parts on it."""
+    hooks = Hooks()
+    for wing in WINGS:
+        wing.register(hooks)
+    return hooks

@@ -31,7 +31,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     finish_settings(app.config, app.instance_path)
 
     import jobs
-    import models.wings  # noqa: F401  (every table on the metadata, before anything uses it)
+    from models import wings  # every table on the metadata, before anything uses it
     from models.core import runtime
     from models.core.database import configure_engine, db
     from models.core.secrets_box import SecretBox
@@ -48,6 +48,7 @@ def create_app(test_config: dict | None = None) -> Flask:
         clock=app.config.get("TICKWORK_CLOCK") or SystemClock(),
         policy=build_policy(app.config["TICKWORK_POLICY"]),
         secret_box=SecretBox(app.config["SECRET_KEY"]),
+        hooks=wings.install_hooks(),
     )
     jobs.init_app(app)
     auth.init_app(app)

@@ -12,10 +12,11 @@ from jobs import cli as jobs_cli
 from models.accounts.members import add_member, find_user
 from models.accounts.tables import Role
 from models.accounts.tokens import issue_token
-from models.accounts.workspaces import create_workspace, find_workspace
+from models.accounts.workspaces import change_workspace_zone, create_workspace, find_workspace
 from models.channels.operations import save_channel
 from models.core.database import write_session
 from models.core.errors import DomainError
+from models.core.moves import Actor
 from models.core.runtime import runtime
 
 
@@ -47,6 +48,20 @@ def workspace_create(name, zone, plan):
     with _refusals_as_one_line(), write_session() as session:
         create_workspace(session, name=name, zone=zone, plan=plan, now=runtime().now())
     click.echo(f"workspace {name} created ({zone})")
+
+
+@workspace_cli.command("set-timezone")
+@click.argument("name")
+@click.argument("zone")
+@with_appcontext
+def workspace_set_timezone(name, zone):
+    """Change a workspace's zone and move what follows it (queued rows); print what moved as JSON."""
+    rt = runtime()
+    with _refusals_as_one_line(), write_session() as session:
+        workspace = find_workspace(session, name)
+        moved = change_workspace_zone(session, workspace.id, zone, hooks=rt.hooks, now=rt.now(),
+                                      actor=Actor(label="cli:set-timezone"), policy=rt.policy)
+    click.echo(json.dumps(moved, sort_keys=True))
 
 
 @click.group("user")

@@ -1,4 +1,4 @@
-"""Workspaces: creating one, finding one by name, and the zone its wall times are read in."""
+"""Workspaces: creating one, finding one by name, the zone its wall times are read in, and changing that zone."""
 
 from datetime import datetime
 
@@ -7,6 +7,9 @@ from sqlalchemy.orm import Session
 
 from models.accounts.tables import Workspace
 from models.core.errors import Conflict, NotFound
+from models.core.hooks import Hooks
+from models.core.moves import Actor
+from models.core.policy import Policy
 
 
 def create_workspace(session: Session, *, name: str, zone: str, plan: str = "free", now: datetime) -> Workspace:
@@ -30,3 +33,33 @@ def find_workspace(session: Session, name: str) -> Workspace:
 def workspace_zone(session: Session, workspace_id: int) -> str | None:
     """The IANA zone name stored on the workspace (validated on write, but read as stored)."""
     return session.scalar(select(Workspace.timezone).where(Workspace.id == workspace_id))
+
+
+def change_workspace_zone(session: Session, workspace_id: int, zone: str, *, hooks: Hooks, now: datetime,
+                          actor: Actor, policy: Policy) -> dict:
+    """Give the workspace another IANA zone and, in the same transaction, move what follows it.
+
+    Every wing registered for zone changes (:mod:`models.core.hooks`) moves its part: queued
+    rows whose instant changes are cancelled (``rescheduled``) and inserted again with
+    lineage; sent rows stay as they are. Returns ``{"from": old, "to": new, <wing>: counts}``.
+    """
+    workspace = session.scalar(select(Workspace).where(Workspace.id == workspace_id).with_for_update())
+    if workspace is None:
+        raise NotFound("no such workspace")
+    old = workspace.timezone
+    workspace.timezone = zone  # validated: a garbage zone is a 422 and nothing moves
+    session.flush()
+    moved = {"from": old, "to": workspace.timezone}
+    for wing, participant in hooks.zone_changes.items():
+        moved[wing] = participant(session, workspace_id, now, actor, policy)
+    return moved
+
+
+def preview_zone_change(session: Session, workspace_id: int, zone: str, *, hooks: Hooks, now: datetime,
+                        actor: Actor, policy: Policy) -> dict:
+    """What :func:`change_workspace_zone` would move, worked out in full and then undone."""
+    savepoint = session.begin_nested()
+    try:
+        return change_workspace_zone(session, workspace_id, zone, hooks=hooks, now=now, actor=actor, policy=policy)
+    finally:
+        savepoint.rollback()

@@ -28,11 +28,15 @@ ACTIVE_STATUSES = (Status.QUEUED.value, Status.SUBMITTED.value)
 
 
 class CancelKind(str, enum.Enum):
-    """Why a row was cancelled."""
+    """Why a row was cancelled (the brief's "Decisions for the wings")."""
 
-    PERSON = "person"  # a human, through the dashboard or the API, or by archiving a post
+    PERSON = "person"  # a human, through the dashboard or the API, or by archiving a post; it stands
     RESCHEDULED = "rescheduled"  # replaced by a newer row that points back to it
-    ORPHANED = "orphaned"  # the reconciler withdrew it: its post is no longer approved
+    ORPHANED = "orphaned"  # withdrawn: its post is no longer approved, or the target was removed
+    PAUSED = "paused"  # stopped by a pause that may be lifted (a recurring rule, a drip campaign)
+    EXITED = "exited"  # its drip enrollment ended (unsubscribed, bounced, removed)
+
+
 
 
 class Origin(str, enum.Enum):
@@ -41,6 +45,8 @@ class Origin(str, enum.Enum):
     RECONCILER = "reconciler"  # materialised from an approved post
     PERSON = "person"  # created through the API, or Post now
     RECURRING = "recurring"  # materialised from a recurring rule
+    DRIP = "drip"  # a drip enrollment's send
+    SYSTEM = "system"  # Tickwork's own notifications
 
 
 class FailureCode(str, enum.Enum):
@@ -141,6 +147,14 @@ class ScheduledAction(Base):
     def due_at(self) -> datetime:
         """The instant lateness is measured from: the next attempt when set, else publish_at."""
         return self.next_attempt_at or self.publish_at
+
+
+def blocks_minting_again(row: "ScheduledAction") -> bool:
+    """The terminal-history gate's test: a published, failed or person-cancelled row means its key
+    (a post's target, a rule's slot) is never minted again. Rows cancelled as rescheduled,
+    orphaned, paused or exited do not count: moves, re-approvals and resumes mint again."""
+    return row.status in (Status.PUBLISHED.value, Status.FAILED.value) or (
+        row.status == Status.CANCELLED.value and row.cancel_kind == CancelKind.PERSON.value)
 
 
 def due_by(at):

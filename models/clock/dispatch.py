@@ -5,8 +5,10 @@ all with their channels, and each row then goes one of two ways::
 
     a provider that calls out (webhook, smtp, postmark, twilio, mastodon), one row at a time:
       1. skip it if the look found it no longer queued. Then one short write transaction:
-         fail it as missed_window if it is later than its action type allows (re-read
-         under the write lock); else claim it (queued → submitted,
+         ask the pre-send checks the wings registered for its origin (models.core.hooks; a
+         check that says stop cancels the row instead of claiming it, so nothing ever moves
+         submitted → cancelled); fail it as missed_window if it is later than its action
+         type allows (re-read under the write lock); else claim it (queued → submitted,
          attempt + 1, a fresh claim token). A claim refused for attempts → failed
          attempts_exhausted; a claim the publish guard refuses (a legacy duplicate) →
          failed duplicate_of_published.
@@ -14,7 +16,7 @@ all with their channels, and each row then goes one of two ways::
       3. one short write transaction: record the outcome with the claim token.
 
     a local provider (log), the chunk's rows together, in one write transaction:
-      the same misses and claims (every on-time row in one guarded UPDATE), the
+      the same pre-send checks, misses and claims (every on-time row in one guarded UPDATE), the
       deliveries (one INSERT), and the outcomes: the outbox entry and the published
       status commit together or not at all.
 
@@ -36,21 +38,23 @@ a provider at most once per claim, and a claim happens at most ``max_attempts`` 
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Engine
 
 from models.actions import lifecycle
-from models.actions.tables import FailureCode, ScheduledAction, Status
+from models.actions.tables import CancelKind, FailureCode, ScheduledAction, Status
 from models.timing.backoff import backoff_delay
 from models.timing.clock import Clock
 from models.channels.tables import Channel
 from models.core.database import read_session, write_session
 from models.actions.guard import PublishGuardViolation
 from models.core.moves import Actor, Refusal
+from models.core.hooks import Hooks
 from models.core.policy import Policy
+from models.core.runtime import Runtime
 from models.channels.providers.http import http_client
 from models.channels.providers import Delivery, SendContext, SendOutcome, SendResult, is_local, provider_for
 from models.core.secrets_box import SecretBox, SecretUnreadable
@@ -67,6 +71,7 @@ class DispatchOutcome:
     MISSED = "missed"  # failed before any claim: reason missed_window / duplicate_of_published / attempts_exhausted
     SKIPPED = "skipped"  # nothing done: reason not_found / cancelled / submitted / published / failed / not_due
     DEFERRED = "deferred"  # not touched: handed back to the queue to run as a task of its own
+    STOPPED = "stopped"  # cancelled instead of claimed: a wing's pre-send check said no (reason: the cancel kind)
     ERROR = "error"  # not touched: the database refused its delivery; still queued for the next tick
 
 
@@ -90,6 +95,13 @@ class DispatchContext:
     policy: Policy
     secret_box: SecretBox
     engine: Engine | None = None
+    hooks: Hooks = field(default_factory=Hooks)  # the wings' pre-send checks
+
+    @classmethod
+    def of(cls, runtime: Runtime, engine: Engine | None = None) -> "DispatchContext":
+        """The context of the app whose runtime this is."""
+        return cls(clock=runtime.clock, policy=runtime.policy, secret_box=runtime.secret_box, engine=engine,
+                   hooks=runtime.hooks)
 
 
 def is_late(action: ScheduledAction, now: datetime, policy: Policy) -> bool:
@@ -172,7 +184,9 @@ def dispatch_action(action_id: int, context: DispatchContext, *, clock_run_id: i
 def _dispatch_one(row: ScheduledAction, channel: Channel, context: DispatchContext, actor: Actor) -> DispatchResult:
     """Claim, send and record one row that calls out, from the chunk's look at it."""
     with write_session(context.engine) as session:
-        claimed = _claim_in(session, row, context.clock.now(), context.policy, actor)
+        now = context.clock.now()
+        stopped = _stop_in(session, [row], context, now, actor)
+        claimed = stopped[row.id] if stopped else _claim_in(session, row, now, context.policy, actor)
     if isinstance(claimed, DispatchResult):
         return claimed
     result = send(claimed, channel, context)
@@ -187,6 +201,23 @@ _LOOK = (
     .join(Channel, Channel.id == ScheduledAction.channel_id)
     .where(ScheduledAction.id.in_(bindparam("action_ids", expanding=True)))
 )
+
+
+def _stop_in(session, rows: list[ScheduledAction], context: DispatchContext, now: datetime,
+             actor: Actor) -> dict[int, DispatchResult]:
+    """In the claim's write transaction: cancel the rows a wing's pre-send check stops, instead of claiming them.
+
+    Asked before the rows themselves are locked or claimed, so a check that reads (and
+    locks) its wing's rows takes its locks in the same order as the wing's own writes.
+    """
+    results = {}
+    for action_id, stop in context.hooks.stops(session, rows, now).items():
+        outcome = lifecycle.cancel(session, action_id, kind=CancelKind(stop.cancel_kind), now=now, actor=actor,
+                                   workspace_id=next(row.workspace_id for row in rows if row.id == action_id),
+                                   reason=stop.reason)
+        results[action_id] = DispatchResult(action_id, DispatchOutcome.STOPPED if outcome.ok else DispatchOutcome.SKIPPED,
+                                            stop.cancel_kind if outcome.ok else (outcome.status or outcome.reason.value))
+    return results
 
 
 def _claim_in(session, row: ScheduledAction, now: datetime, policy: Policy, actor: Actor) -> ScheduledAction | DispatchResult:
@@ -264,12 +295,14 @@ def deliver_locally(
     channels = {row.id: channel for row, channel in rows}
     results: dict[int, DispatchResult] = {}
     with write_session(context.engine) as session:
+        now = context.clock.now()
+        results.update(_stop_in(session, [row for row, _ in rows], context, now, actor))
+        rows = [(row, channel) for row, channel in rows if row.id not in results]
         if session.connection().dialect.name == "postgresql":
             mine = set(session.scalars(_LOCK_QUEUED, {"action_ids": [row.id for row, _ in rows]}))
             results.update((row.id, DispatchResult(row.id, DispatchOutcome.SKIPPED, "busy"))
                            for row, _ in rows if row.id not in mine)
             rows = [(row, channel) for row, channel in rows if row.id in mine]
-        now = context.clock.now()
         on_time = [row.id for row, _ in rows if not is_late(row, now, policy)]
         try:
             claimed = lifecycle.claim_many(session, on_time, now=now, actor=actor, max_attempts=policy.max_attempts)

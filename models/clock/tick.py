@@ -28,8 +28,7 @@ process, which is what ``tickwork tick`` does in immediate mode and what tests u
     from models.clock.tick import InlineDispatcher, run_tick
     from models.clock.dispatch import DispatchContext
     rt = runtime()
-    summary = run_tick(clock=rt.clock, policy=rt.policy, dispatcher=InlineDispatcher(
-        DispatchContext(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box)))
+    summary = run_tick(clock=rt.clock, policy=rt.policy, dispatcher=InlineDispatcher(DispatchContext.of(rt)))
 """
 
 import time

@@ -14,6 +14,7 @@ from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.orm import Session
 
 from models.actions.tables import ScheduledAction
+from models.core.hooks import CalendarEntry, CalendarSource
 from models.timing.wall_time import resolve_wall_time
 
 # A day with more than this many rows shows counts per type instead of chips.
@@ -27,6 +28,7 @@ class CalendarDay:
     end: datetime
     counts: dict[str, int] = field(default_factory=dict)  # action_type -> rows that day
     actions: list[ScheduledAction] = field(default_factory=list)
+    entries: list[CalendarEntry] = field(default_factory=list)  # what the wings put beside the actions
 
     @property
     def total(self) -> int:
@@ -43,10 +45,18 @@ def day_bounds(first: date, days: int, zone: str) -> list[datetime]:
 
 
 def lay_out(session: Session, workspace_id: int, first: date, days: int, zone: str,
-            statuses: tuple[str, ...]) -> list[CalendarDay]:
-    """The days from ``first``: per-type counts for all, and the rows themselves for quiet days."""
+            statuses: tuple[str, ...], sources: list[CalendarSource] = ()) -> list[CalendarDay]:
+    """The days from ``first``: per-type counts for all, the rows themselves for quiet days, and
+    each day's entries from the wings' calendar ``sources`` (see :mod:`models.core.hooks`)."""
     bounds = day_bounds(first, days, zone)
     calendar = [CalendarDay(first + timedelta(days=n), bounds[n], bounds[n + 1]) for n in range(days)]
+    by_day = {day.day: day for day in calendar}
+    for source in sources:
+        for entry in source(session, workspace_id, first, first + timedelta(days=days - 1), zone):
+            if entry.day in by_day:
+                by_day[entry.day].entries.append(entry)
+    for day in calendar:
+        day.entries.sort(key=lambda entry: (entry.at, entry.kind, entry.ref))
     in_range = (
         ScheduledAction.workspace_id == workspace_id,
         ScheduledAction.publish_at >= bounds[0],

@@ -4,7 +4,7 @@ Read-only queries for the health page, ``/healthz`` and ``/metrics``. The clock 
 per installation, so these span every workspace and return numbers, never content.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from models.actions.tables import ActionEvent, ScheduledAction, queued_and_due_by
 from models.clock.tables import ClockRun
+from models.core.hooks import Gauge
 from models.clock.heartbeats import HEARTBEAT_INTERVAL
 from models.clock.tables import ConsumerHeartbeat
 from models.clock.tick import TICK as TICK_KIND
@@ -41,6 +42,7 @@ class ClockHealth:
     oldest_due: datetime | None
     lateness: Lateness
     heartbeats: list[ConsumerHeartbeat]
+    gauges: list[tuple[Gauge, dict[str, float]]] = field(default_factory=list)  # the wings' numbers
 
     @property
     def last_tick(self) -> ClockRun | None:
@@ -116,7 +118,9 @@ def heartbeats(session: Session) -> list[ConsumerHeartbeat]:
     return list(session.scalars(select(ConsumerHeartbeat).order_by(ConsumerHeartbeat.beat_at.desc())))
 
 
-def clock_health(session: Session, now: datetime) -> ClockHealth:
+def clock_health(session: Session, now: datetime, gauges: list[Gauge] = ()) -> ClockHealth:
+    """Everything the health page, ``/healthz`` and ``/metrics`` show, read now; ``gauges`` are the wings'."""
     count, oldest = backlog(session, now)
     return ClockHealth(now=now, last_runs=last_runs(session), backlog=count, oldest_due=oldest,
-                       lateness=recent_lateness(session, now), heartbeats=heartbeats(session))
+                       lateness=recent_lateness(session, now), heartbeats=heartbeats(session),
+                       gauges=[(gauge, gauge.read(session, now)) for gauge in gauges])

@@ -23,6 +23,7 @@ from models.channels.tables import Channel
 from models.core.errors import Conflict, InvalidInput
 from models.core.moves import Actor
 from models.core.policy import Policy
+from models.posts import lifecycle as post_lifecycle
 from models.posts.checks import check_body, check_media, check_targets, check_wall_time
 from models.posts.reconciler import reconcile_post
 from models.posts.reading import get_post, post_payload, post_rows, post_targets
@@ -72,6 +73,7 @@ def create_post(
     )
     session.add(post)
     session.flush()
+    post_lifecycle.record_creation(session, post, now=now, actor=actor)
     for channel in channels:
         session.add(PostTarget(post_id=post.id, channel_id=channel.id))
     session.flush()
@@ -138,7 +140,18 @@ def _replace_targets(session: Session, post_id: int, channels: list[Channel]) ->
 def _refuse_if_terminal(post: "Post", what: str) -> None:
     """Published and archived posts are final: refuse the change with a 409 naming the status."""
     if post.status in TERMINAL_POST_STATUSES:
-        raise Conflict(f"post #{post.id} is {post.status}; {what}", code="wrong_state", status_now=post.status)
+        raise _refused(post.id, post.status, what)
+
+
+def _refused(post_id: int, status: str, what: str) -> Conflict:
+    return Conflict(f"post #{post_id} is {status}; {what}", code="wrong_state", status_now=status)
+
+
+def _moved(outcome, what: str) -> Post:
+    """The post a lifecycle move left, or the 409 its refusal is."""
+    if not outcome.ok:
+        raise _refused(outcome.row.id, outcome.status, what)
+    return outcome.row
 
 
 def approve_post(
@@ -152,10 +165,7 @@ def approve_post(
     channels = post_targets(session, post.id)
     check_body(post.body, channels)
     resolved = check_wall_time(post.wall_date, post.wall_time, workspace_zone(session, workspace_id), now, policy)
-    post.status = PostStatus.APPROVED.value
-    post.approved_at = now
-    post.updated_at = now
-    session.flush()
+    _moved(post_lifecycle.approve(session, post, now=now, actor=actor), "it cannot be approved")
     change = _reconcile(session, post, actor=actor, now=now, policy=policy)
     change.note = resolved.note
     return change
@@ -169,10 +179,7 @@ def unapprove_post(
     _refuse_if_terminal(post, "it cannot be unapproved")
     if post.status == PostStatus.DRAFT.value:
         return PostChange(post)
-    post.status = PostStatus.DRAFT.value
-    post.approved_at = None
-    post.updated_at = now
-    session.flush()
+    _moved(post_lifecycle.unapprove(session, post, now=now, actor=actor), "it cannot be unapproved")
     return _reconcile(session, post, actor=actor, now=now, policy=policy)
 
 
@@ -191,10 +198,8 @@ def archive_post(
                 reason=f"post #{post.id} archived by {actor.label}",
             )
             cancelled += outcome.ok
-    post.status = PostStatus.ARCHIVED.value
-    post.archived_at = now
-    post.updated_at = now
-    session.flush()
+    _moved(post_lifecycle.archive(session, post, now=now, actor=actor, reason=f"archived by {actor.label}"),
+           "it cannot be archived")
     return PostChange(post, counts={"cancelled": cancelled})
 
 

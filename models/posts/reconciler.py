@@ -38,13 +38,14 @@ from sqlalchemy.orm import Session
 
 from models.actions import lifecycle
 from models.accounts.tables import Workspace
-from models.actions.tables import ACTIVE_STATUSES, CancelKind, Origin, ScheduledAction, Status
+from models.actions.tables import ACTIVE_STATUSES, CancelKind, Origin, ScheduledAction, Status, blocks_minting_again
 from models.clock.runs import run_recorded
 from models.core.database import read_session, write_session
 from models.core.errors import NotFound
 from models.actions.guard import DuplicateActiveAction, PublishGuardViolation
 from models.core.moves import Actor
 from models.core.policy import Policy
+from models.posts import lifecycle as post_lifecycle
 from models.posts.tables import ACTION_TYPE, Post, PostStatus, post_id_of
 from models.posts.reading import delivery_of, get_post, post_payload, post_rows, post_targets, resolve_post_time
 from models.actions.scheduling import NewAction, insert_action
@@ -68,15 +69,8 @@ COUNTS = (
 
 
 def terminal_history_keys(rows: list[ScheduledAction]) -> set[str]:
-    """Targets that must never get a new row from the reconciler: published, failed, or
-    cancelled by a person. Orphaned and rescheduled rows do not count (re-approval and
-    moves schedule again)."""
-    return {
-        row.target_key
-        for row in rows
-        if row.status in (Status.PUBLISHED.value, Status.FAILED.value)
-        or (row.status == Status.CANCELLED.value and row.cancel_kind == CancelKind.PERSON.value)
-    }
+    """Targets that must never get a new row from the reconciler (see :func:`blocks_minting_again`)."""
+    return {row.target_key for row in rows if blocks_minting_again(row)}
 
 
 @dataclass
@@ -180,11 +174,7 @@ def reconcile_post(
                                    workspace_id=post.workspace_id,
                                    reason=f"post #{post.id} {why}")
         done.counts["removed" if outcome.ok else "skip_in_flight"] += 1
-    if decision.mark_published:
-        post.status = PostStatus.PUBLISHED.value
-        post.published_at = now
-        post.updated_at = now
-        session.flush()
+    if decision.mark_published and post_lifecycle.publish(session, post, now=now, actor=actor).ok:
         done.counts["posts_published"] += 1
     return done
 

@@ -216,7 +216,7 @@ def test_a_row_that_is_no_longer_queued_is_skipped_without_a_send(app, workspace
     tick(app)
     with app.app_context():
         rt = runtime()
-        result = dispatch_action(action_id, DispatchContext(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box))
+        result = dispatch_action(action_id, DispatchContext.of(rt))
         with read_session() as session:
             claims = session.scalar(select(func.count()).select_from(ActionEvent).where(
                 ActionEvent.action_id == action_id, ActionEvent.to_status == "submitted"))

@@ -22,7 +22,7 @@ JOB = Actor.job("test")
 def dispatch(app, ids):
     with app.app_context():
         rt = runtime()
-        return dispatch_actions(ids, DispatchContext(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box))
+        return dispatch_actions(ids, DispatchContext.of(rt))
 
 
 def outbox_ids(app) -> list[int]:
@@ -105,7 +105,7 @@ def test_a_log_delivery_that_cannot_be_written_leaves_its_whole_chunk_queued_and
     _refuse_outbox_entries_for(app, backend, ids[2])
     with app.app_context():
         rt = runtime()
-        context = DispatchContext(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box)
+        context = DispatchContext.of(rt)
         with read_session() as session:
             chunk = [(session.get(ScheduledAction, i), session.get(Channel, session.get(ScheduledAction, i).channel_id))
                      for i in ids]
@@ -212,7 +212,7 @@ def test_a_queue_task_sends_one_row_that_calls_out_and_defers_the_others_untouch
 
     with app.app_context():
         rt = runtime()
-        context = DispatchContext(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box)
+        context = DispatchContext.of(rt)
         results = dispatch_actions(hooked + logged, context, defer=defer)
     assert [r.label for r in results] == ["published", "deferred", "deferred", "published", "published"]
     assert handed_back == hooked[1:] and claims_of(app, hooked[1:]) == 0 and len(httpserver.log) == 1

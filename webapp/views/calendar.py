@@ -2,20 +2,29 @@
 
 from datetime import date, timedelta
 
-from flask import Blueprint, render_template, request
+from flask import Blueprint, render_template, request, url_for
 from flask_login import login_required
 
 from models.actions.tables import Status
 from models.overview.calendar import BUSY_DAY, lay_out
 from models.core.database import db
-from models.posts.tables import PostStatus
-from models.posts.reading import list_posts
 from models.timing.wall_time import to_local
 from models.channels.reading import channel_names
 from models.core.runtime import runtime
 from webapp.views.context import is_htmx, viewer
 
 bp = Blueprint("calendar", __name__)
+
+# Where a wing's calendar entry links to, by its kind: the endpoint and its id argument.
+ENTRY_LINKS = {"post": ("posts.edit", "post_id")}
+
+
+def entry_link(entry) -> str | None:
+    """The dashboard page of a calendar entry, if its kind has one."""
+    if entry.kind not in ENTRY_LINKS:
+        return None
+    endpoint, argument = ENTRY_LINKS[entry.kind]
+    return url_for(endpoint, **{argument: entry.ref})
 
 SHOWN = (Status.QUEUED.value, Status.SUBMITTED.value, Status.PUBLISHED.value, Status.FAILED.value)
 
@@ -55,15 +64,11 @@ def calendar():
         prev_date, next_date = first - timedelta(days=7), first + timedelta(days=7)
         last = first + timedelta(days=6)
         title = f"{first:%d %b} – {last:%d %b %Y}"
-    layout = lay_out(db.session, v.workspace.id, first, days, v.zone, statuses)
-    drafts: dict[date, list] = {}
-    for post in list_posts(db.session, v.workspace.id, start=first, end=first + timedelta(days=days - 1),
-                           statuses=[PostStatus.DRAFT.value], limit=500):
-        drafts.setdefault(post.wall_date, []).append(post)
+    layout = lay_out(db.session, v.workspace.id, first, days, v.zone, statuses, runtime().hooks.calendar_sources)
     context = dict(
         v=v, view=view, layout=layout, today=today, focus=focus, title=title, prev_date=prev_date,
         next_date=next_date, with_cancelled=with_cancelled, names=channel_names(db.session, v.workspace.id),
-        drafts=drafts, month=focus.month if view == "month" else None, busy_day=BUSY_DAY,
+        entry_link=entry_link, month=focus.month if view == "month" else None, busy_day=BUSY_DAY,
         weeks=[layout[i:i + 7] for i in range(0, len(layout), 7)],
     )
     return render_template("calendar/_calendar.html" if is_htmx() else "calendar/calendar.html", **context)

@@ -24,7 +24,7 @@ def _iso(value):
 def health():
     """Last run of each clock job, backlog, lateness, heartbeats, and a stale-tick warning."""
     v = viewer()
-    report = clock_health(db.session, runtime().now())
+    report = clock_health(db.session, runtime().now(), runtime().hooks.gauges)
     template = "health/_health.html" if is_htmx() else "health/health.html"
     return render_template(template, v=v, report=report, stale_after=int(TICK_STALE_AFTER.total_seconds() // 60))
 
@@ -54,7 +54,7 @@ def metrics():
     from prometheus_client import CollectorRegistry, Gauge, generate_latest
     from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-    report = clock_health(db.session, runtime().now())
+    report = clock_health(db.session, runtime().now(), runtime().hooks.gauges)
     registry = CollectorRegistry()
     Gauge("tickwork_backlog_actions", "Actions due and not yet claimed", registry=registry).set(report.backlog)
     oldest = Gauge("tickwork_oldest_due_age_seconds", "Age of the oldest due, unclaimed action", registry=registry)
@@ -71,5 +71,9 @@ def metrics():
                      registry=registry)
     for name, value in (("0.5", report.lateness.median), ("0.95", report.lateness.p95), ("1", report.lateness.worst)):
         lateness.labels(quantile=name).set(value.total_seconds() if value else 0)
+    for gauge, values in report.gauges:
+        exported = Gauge(gauge.name, gauge.help, [gauge.label], registry=registry)
+        for label, value in values.items():
+            exported.labels(**{gauge.label: label}).set(value)
     return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST.split(";")[0],
                     headers={"Content-Type": CONTENT_TYPE_LATEST})

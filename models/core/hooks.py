@@ -1,0 +1,96 @@
+"""Where a lower floor learns about the wings above it: registries each wing fills at start-up.
+
+A lower floor never imports a wing. It offers a hook here; each wing registers its part
+when the app starts (``models.wings.install_hooks``), and the lower floor asks every
+registered part in turn.
+
+| hook             | asked by                                   | the question                                        | posts register |
+|------------------|--------------------------------------------|-----------------------------------------------------|----------------|
+| pre-send checks  | the clock's dispatch, inside the claim's transaction, per origin | "may these rows go?" (a stop cancels the row instead of claiming it) | a row whose post went back to draft |
+| gauges           | the health page and ``/metrics``           | "what numbers should an operator watch?"            | posts by status |
+| calendar sources | the calendar                               | "what else falls on these days?"                    | draft posts |
+| zone changes     | a workspace's change of time zone          | "move what follows the workspace's zone"            | approved posts, reconciled |
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A pre-send check's verdict that a row must not go: it is cancelled with this kind, for this reason."""
+
+    cancel_kind: str
+    reason: str
+
+
+# (session, rows of one origin about to be claimed, now) -> {row id: Stop} for those that must not go.
+PreSendCheck = Callable[[Any, list, datetime], dict[int, Stop]]
+
+
+@dataclass(frozen=True)
+class Gauge:
+    """A number (or one number per label value) a wing wants on the health page and in ``/metrics``."""
+
+    name: str  # a Prometheus metric name, tickwork_...
+    help: str
+    read: Callable[[Any, datetime], dict[str, float]]  # (session, now) -> {label value: number}
+    label: str = "state"
+
+
+@dataclass(frozen=True)
+class CalendarEntry:
+    """Something a wing puts on a calendar day beside the scheduled actions."""
+
+    day: date  # the local day in the workspace's zone
+    at: time  # the local time of day
+    title: str
+    status: str  # drawn as a status chip: draft, planned, ...
+    kind: str  # what it links to, for the shell: "post", "rule", ...
+    ref: int  # the id it links to
+
+
+# (session, workspace id, first day, last day (inclusive), zone) -> entries on those days.
+CalendarSource = Callable[[Any, int, date, date, str], list[CalendarEntry]]
+
+# (session, workspace id, now, actor, policy) -> counts of what moved. Runs inside the
+# transaction that changes the zone, after the new zone is written.
+ZoneChange = Callable[[Any, int, datetime, Any, Any], dict[str, int]]
+
+
+@dataclass
+class Hooks:
+    """Every registered part, by hook; one instance per app, built at start-up."""
+
+    pre_send: dict[str, list[PreSendCheck]] = field(default_factory=dict)
+    gauges: list[Gauge] = field(default_factory=list)
+    calendar_sources: list[CalendarSource] = field(default_factory=list)
+    zone_changes: dict[str, ZoneChange] = field(default_factory=dict)
+
+    def add_pre_send_check(self, origin: str, check: PreSendCheck) -> None:
+        """Ask ``check`` before any row of ``origin`` is claimed."""
+        self.pre_send.setdefault(origin, []).append(check)
+
+    def add_gauge(self, gauge: Gauge) -> None:
+        self.gauges.append(gauge)
+
+    def add_calendar_source(self, source: CalendarSource) -> None:
+        self.calendar_sources.append(source)
+
+    def add_zone_change(self, wing: str, participant: ZoneChange) -> None:
+        """``participant`` moves ``wing``'s part when a workspace's zone changes; its counts are reported under ``wing``."""
+        self.zone_changes[wing] = participant
+
+    def stops(self, session, rows: list, now: datetime) -> dict[int, Stop]:
+        """The rows among ``rows`` that a registered check says must not go, with why."""
+        by_origin: dict[str, list] = {}
+        for row in rows:
+            if row.origin in self.pre_send:
+                by_origin.setdefault(row.origin, []).append(row)
+        stopped: dict[int, Stop] = {}
+        for origin, of_origin in by_origin.items():
+            for check in self.pre_send[origin]:
+                stopped.update(check(session, [row for row in of_origin if row.id not in stopped], now))
+        return stopped
