@@ -6,6 +6,7 @@ The routes are read from the app's url map, so a route added later cannot slip p
 import re
 
 from tests.web.conftest import HX
+from webapp.public import PUBLIC_ROUTES
 
 STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
 CSRF_MESSAGE = "This form has expired or was not sent from Tickwork"
@@ -25,7 +26,7 @@ def test_every_dashboard_post_without_a_token_is_refused(app, acme, browser_for)
     browser = browser_for("admin")
     checked = []
     for rule, method in state_changing_rules(app):
-        if rule.rule.startswith("/api/"):
+        if rule.rule.startswith("/api/") or rule.endpoint in PUBLIC_ROUTES:
             continue
         url = _url(rule)
         for headers in ({}, HX):
@@ -59,6 +60,20 @@ def test_api_routes_are_bearer_token_and_exempt(app, acme):
     # And with a token the same request gets through to the view.
     answer = client.post(f"/api/v1/actions/{acme.queued}/cancel", headers=acme.world.auth("ops"))
     assert answer.status_code == 200 and answer.json["status"] == "cancelled"
+
+
+def test_the_public_routes_are_exactly_the_views_that_answer_without_a_session_or_a_token(app):
+    client = app.test_client()
+    open_endpoints = set()
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint == "static" or rule.rule.startswith("/api/") or rule.endpoint == "pages.login":
+            continue
+        method = "GET" if "GET" in rule.methods else sorted(rule.methods & STATE_CHANGING)[0]
+        answer = client.open(_url(rule), method=method)
+        if answer.status_code not in (302, 401) and not (
+                answer.status_code == 400 and CSRF_MESSAGE in answer.get_data(as_text=True)):
+            open_endpoints.add(rule.endpoint)
+    assert open_endpoints == set(PUBLIC_ROUTES)
 
 
 def test_htmx_requests_carry_the_token_in_a_header(acme, browser_for):

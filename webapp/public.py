@@ -1,0 +1,27 @@
+"""The public routes, listed in one place: reachable without a session, a bearer token or a CSRF
+token, each proving itself with a check of its own.
+
+Everything else needs a signed-in member (the dashboard, with a CSRF token on every change)
+or a bearer token (the API). The CSRF test and the access tests read this list: a route that
+answers without either and is not listed here fails them. A wing that adds a public route
+(an unsubscribe link, a provider's webhook, a calendar feed, a pipeline callback) adds a line
+here, saying what checks it.
+"""
+
+from flask import Flask
+
+from webapp.extensions import csrf
+
+# endpoint -> what proves a request to it
+PUBLIC_ROUTES: dict[str, str] = {
+    "health.healthz": "nothing to prove: numbers about the clock, never a workspace's content",
+    "health.metrics": "nothing to prove: numbers about the clock, never a workspace's content",
+}
+
+
+def init_app(app: Flask) -> None:
+    """Exempt the public routes from CSRF (they carry their own check) once every blueprint is registered."""
+    for endpoint in PUBLIC_ROUTES:
+        if endpoint not in app.view_functions:
+            raise RuntimeError(f"public route {endpoint!r} is listed but no view has that endpoint")
+        csrf.exempt(app.view_functions[endpoint])
