@@ -36,6 +36,7 @@ HOSTILE = [
     "FREQ=DAILY;INTERVAL=7;BYDAY=MO",  # from a Tuesday: the grid never lands on a Monday
     "FREQ=DAILY;INTERVAL=3;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO",
     "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO",
+    "FREQ=YEARLY;BYDAY=2TU;BYMONTHDAY=5",  # the second Tuesday of a year is never a 5th
     "FREQ=DAILY;COUNT=999999999999",
     "FREQ=DAILY;" + "x" * 10_000,
 ]

@@ -171,7 +171,7 @@ class RecurrenceRule:
         its start (cheaply: wall times long before ``start`` are not resolved).
         """
         _require_aware(start=start, end=end)
-        if end <= start:
+        if end <= start or start > _LAST_INSTANT:
             return []
         found = self._occurrences(start, min(end, _LAST_INSTANT))
         return list(takewhile(lambda occurrence: occurrence.instant < end, found))
@@ -179,16 +179,20 @@ class RecurrenceRule:
     def next_occurrences(self, after: datetime, count: int) -> list[Occurrence]:
         """Up to ``count`` occurrences strictly after ``after``, looking ten years past it (or past the start)."""
         _require_aware(after=after)
-        reach = max(after, self._starts_instant()) + SEARCH_SPAN
-        later = self._occurrences(after, min(reach, _LAST_INSTANT))
+        if after > _LAST_INSTANT:
+            return []
+        reach = min(max(after, self._starts_instant()), _LAST_INSTANT - SEARCH_SPAN) + SEARCH_SPAN
+        later = self._occurrences(after, reach)
         return list(islice((o for o in later if o.instant > after), max(count, 0)))
 
     def last_occurrences(self, before: datetime, count: int) -> list[Occurrence]:
         """Up to ``count`` occurrences strictly before ``before``, oldest first, looking ten years back."""
         _require_aware(before=before)
-        if count < 1:
+        begins = self._starts_instant()
+        if count < 1 or before <= begins:
             return []
-        floor = max(before - SEARCH_SPAN, self._starts_instant())
+        before = min(before, _LAST_INSTANT)
+        floor = max(before - SEARCH_SPAN, begins)
         lookback = _PERIOD[self.frequency] * self.interval * count * 2
         while True:
             since = max(before - lookback, floor)
@@ -205,8 +209,10 @@ class RecurrenceRule:
         """The rule in words, such as "every Tuesday at 09:00" (the RRULE itself where words fall short)."""
         start, every = self.starts_local, self.interval
         weekdays = [day for day, _ in self.by_weekday]
-        if self.by_set_pos or (self.frequency is Frequency.YEARLY and (self.by_weekday or self.by_month_day)):
-            words = f"{self.text} at {start:%H:%M}"
+        coarse = self.frequency in (Frequency.MONTHLY, Frequency.YEARLY)
+        if (self.by_set_pos or (self.by_weekday and self.by_month_day) or (self.by_month_day and not coarse)
+                or (self.frequency is Frequency.YEARLY and (self.by_weekday or self.by_month_day))):
+            words = f"{self.text} at {start:%H:%M}"  # shapes these words do not cover
         else:
             unit = _UNITS[self.frequency]
             words = f"every {unit}" if every == 1 else f"every {every} {unit}s"
@@ -243,6 +249,8 @@ class RecurrenceRule:
 
     def _occurrences(self, since: datetime | None, horizon: datetime) -> Iterator[Occurrence]:
         """Occurrences with an instant from ``since`` (None: the first) to ``horizon``, inclusive."""
+        if since is not None and since <= self._starts_instant():
+            since = None  # no occurrence comes before the start: walk from it
         if self.frequency is Frequency.HOURLY:
             return self._hourly_occurrences(since, horizon)
         return self._calendar_occurrences(since, horizon)
@@ -497,7 +505,7 @@ def _split_rule(text: object) -> dict[str, str]:
         body = body[6:]
     parts: dict[str, str] = {}
     for piece in filter(str.strip, body.split(";")):
-        name, equals, value = (side.strip().upper() for side in piece.partition("="))
+        name, equals, value = ("".join(side.split()).upper() for side in piece.partition("="))
         if not equals or not name or not value:
             raise RecurrenceError("rrule", "unparsable", f"{_quote(piece.strip())} is not NAME=VALUE, "
                                   "as in FREQ=WEEKLY;BYDAY=TU")

@@ -399,6 +399,19 @@ def test_a_rule_without_an_end_always_has_a_next_occurrence_and_one_with_an_end_
     assert not ending.has_occurrence_after(at(2026, 6, 26, 17, 30))
 
 
+@pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Pacific/Niue"])  # +14 and -11: the widest offsets
+def test_queries_answer_for_instants_at_the_ends_of_time(zone):
+    rule = parse_recurrence("FREQ=DAILY", starts_local=datetime(2026, 1, 1, 9, 0), zone=zone)
+    earliest, latest = datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)
+    assert rule.next_occurrences(earliest, 1)[0].slot == "2026-01-01T09:00"
+    assert rule.next_occurrences(latest, 1) == []
+    assert rule.last_occurrences(earliest, 1) == []
+    assert rule.last_occurrences(latest, 1)[0].instant.year == 9899
+    assert rule.occurrences_between(earliest, at(2026, 1, 3))[0].slot == "2026-01-01T09:00"
+    assert rule.occurrences_between(latest - timedelta(days=1), latest) == []
+    assert rule.has_occurrence_after(earliest) and not rule.has_occurrence_after(latest)
+
+
 def test_queries_refuse_a_naive_datetime():
     rule = parse_recurrence("FREQ=DAILY", starts_local=datetime(2026, 1, 1, 9, 0), zone="UTC")
     with pytest.raises(ValueError, match="timezone-aware"):
@@ -419,6 +432,9 @@ def test_queries_refuse_a_naive_datetime():
         ("FREQ=DAILY;UNTIL=20261231T230000Z", datetime(2026, 6, 1, 9, 0), "every day at 09:00, until 2026-12-31 23:00"),
         ("FREQ=YEARLY", datetime(2026, 12, 25, 9, 0), "every year on 25 December at 09:00"),
         ("FREQ=HOURLY;INTERVAL=3", datetime(2026, 6, 1, 0, 0), "every 3 hours from 2026-06-01 00:00"),
+        # Shapes the words do not cover show the rule itself rather than something wrong.
+        ("FREQ=MONTHLY;BYDAY=FR;BYMONTHDAY=13", datetime(2026, 6, 1, 9, 0), "FREQ=MONTHLY;BYDAY=FR;BYMONTHDAY=13 at 09:00"),
+        ("FREQ=DAILY;BYMONTHDAY=1", datetime(2026, 6, 1, 9, 0), "FREQ=DAILY;BYMONTHDAY=1 at 09:00"),
     ],
 )
 def test_a_rule_reads_as_words(rrule, starts_local, words):
@@ -515,8 +531,8 @@ def test_an_hourly_rule_is_allowed_as_many_per_day_as_24_hours_hold():
 
 
 def test_the_rule_text_is_read_leniently_and_kept_normalized():
-    rule = parse_recurrence(" RRULE:freq=weekly; byday = tu ;", starts_local=START, zone="UTC")
-    assert rule.text == "FREQ=WEEKLY;BYDAY=TU"
+    rule = parse_recurrence(" RRULE:freq=weekly; byday = tu, th ;", starts_local=START, zone="UTC")
+    assert rule.text == "FREQ=WEEKLY;BYDAY=TU,TH"
     assert rule.frequency is Frequency.WEEKLY
 
 
