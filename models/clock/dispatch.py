@@ -205,16 +205,19 @@ _LOOK = (
 
 def _stop_in(session, rows: list[ScheduledAction], context: DispatchContext, now: datetime,
              actor: Actor) -> dict[int, DispatchResult]:
-    """In the claim's write transaction: cancel the rows a wing's pre-send check stops, instead of claiming them.
+    """In the claim's write transaction: cancel (or fail as missed) the rows a wing's pre-send check stops.
 
     Asked before the rows themselves are locked or claimed, so a check that reads (and
     locks) its wing's rows takes its locks in the same order as the wing's own writes.
     """
     results = {}
+    workspaces = {row.id: row.workspace_id for row in rows}
     for action_id, stop in context.hooks.stops(session, rows, now).items():
+        if stop.failure_code is not None:
+            results[action_id] = _miss(session, action_id, FailureCode(stop.failure_code), stop.reason, now, actor)
+            continue
         outcome = lifecycle.cancel(session, action_id, kind=CancelKind(stop.cancel_kind), now=now, actor=actor,
-                                   workspace_id=next(row.workspace_id for row in rows if row.id == action_id),
-                                   reason=stop.reason)
+                                   workspace_id=workspaces[action_id], reason=stop.reason)
         results[action_id] = DispatchResult(action_id, DispatchOutcome.STOPPED if outcome.ok else DispatchOutcome.SKIPPED,
                                             stop.cancel_kind if outcome.ok else (outcome.status or outcome.reason.value))
     return results

@@ -6,7 +6,7 @@ registered part in turn.
 
 | hook             | asked by                                   | the question                                        | posts register |
 |------------------|--------------------------------------------|-----------------------------------------------------|----------------|
-| pre-send checks  | the clock's dispatch, inside the claim's transaction, per origin | "may these rows go?" (a stop cancels the row instead of claiming it) | a row whose post went back to draft |
+| pre-send checks  | the clock's dispatch, inside the claim's transaction, per origin | "may these rows go?" (a stop cancels the row, or fails it as missed, instead of claiming it) | a row whose post went back to draft |
 | gauges           | the health page and ``/metrics``           | "what numbers should an operator watch?"            | posts by status |
 | calendar sources | the calendar                               | "what else falls on these days?"                    | draft posts |
 | zone changes     | a workspace's change of time zone          | "move what follows the workspace's zone"            | approved posts, reconciled |
@@ -20,10 +20,17 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Stop:
-    """A pre-send check's verdict that a row must not go: it is cancelled with this kind, for this reason."""
+    """A pre-send check's verdict that a row must not go, and what becomes of it instead of a claim:
+    cancelled with ``cancel_kind`` (its wing withdrew it), or failed without a send with
+    ``failure_code`` (it missed its window), for ``reason``. Exactly one of the two is set."""
 
-    cancel_kind: str
     reason: str
+    cancel_kind: str | None = None
+    failure_code: str | None = None
+
+    def __post_init__(self):
+        if (self.cancel_kind is None) == (self.failure_code is None):
+            raise ValueError("a stop either cancels the row or fails it, not both and not neither")
 
 
 # (session, rows of one origin about to be claimed, now) -> {row id: Stop} for those that must not go.

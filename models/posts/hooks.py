@@ -42,8 +42,8 @@ def stop_rows_of_drafts(session: Session, rows: list[ScheduledAction], now: date
         if status == PostStatus.DRAFT.value:
             for row in rows:
                 if post_id_of(row.thing_id) == post_id:
-                    stopped[row.id] = Stop(CancelKind.ORPHANED.value,
-                                           f"not sent: post #{post_id} went back to draft after this row was queued")
+                    stopped[row.id] = Stop(f"not sent: post #{post_id} went back to draft after this row was queued",
+                                           cancel_kind=CancelKind.ORPHANED.value)
     return stopped
 
 

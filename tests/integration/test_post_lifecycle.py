@@ -151,3 +151,19 @@ def test_the_pre_send_check_also_stops_a_row_that_calls_out_before_it_reaches_th
     assert httpserver.log == []
     (row,) = _rows(app, post_id)
     assert (row.status, row.cancel_kind) == ("cancelled", "orphaned")
+
+
+def test_a_pre_send_check_may_fail_a_row_as_missed_instead_of_cancelling_it(app, world, clock):
+    """The hook is generic: any origin's check may stop a row as a miss (the recurring misfire policy's case)."""
+    from models.core.hooks import Stop
+    from models.core.runtime import runtime
+    from tests.integration.clock_helpers import add_actions, row
+
+    (action_id,) = add_actions(app, world.workspace_id, 1)
+    with app.app_context():
+        runtime().hooks.add_pre_send_check("person", lambda session, rows, now: {
+            r.id: Stop("missed: a newer occurrence went instead", failure_code="missed_window") for r in rows})
+    assert tick(app)["outcomes"] == {"missed:missed_window": 1}
+    found = row(app, action_id)
+    assert (found.status, found.failure_code, found.attempt_count) == ("failed", "missed_window", 0)
+    assert found.last_error == "missed: a newer occurrence went instead"
