@@ -6,22 +6,15 @@ from datetime import datetime, timezone
 from flask import request
 
 from models.core.errors import InvalidInput
+from models.core.json_input import parse_json_object
 from models.core.time_input import parse_local_time, resolve_typed
 from models.timing.wall_time import ResolvedTime
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:\d{2})$")
 
 
-class BadRequest(InvalidInput):
-    status = 400
-
-
 def json_body() -> dict:
-    body = request.get_json(silent=True, force=True)
-    if body is None:
-        raise BadRequest("the request body is not valid JSON", code="invalid_json")
-    if not isinstance(body, dict):
-        raise BadRequest("the request body must be a JSON object", code="invalid_json")
-    return body
+    """The request's JSON object, read by the one strict parser every JSON route uses."""
+    return parse_json_object(request.get_data(cache=True))
 
 
 def required_string(body: dict, field: str, *, max_length: int = 255) -> str:
