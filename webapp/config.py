@@ -47,6 +47,10 @@ def default_settings(instance_path: str) -> dict:
         "REMEMBER_COOKIE_HTTPONLY": True,
         "WTF_CSRF_TIME_LIMIT": None,
         "MAX_CONTENT_LENGTH": 2 * 1024 * 1024,
+        "TICKWORK_RATELIMIT_STORAGE_URI": os.environ.get("TICKWORK_RATELIMIT_STORAGE_URI") or "memory://",
+        "TICKWORK_SIGNIN_LIMIT_PER_ACCOUNT": os.environ.get("TICKWORK_SIGNIN_LIMIT_PER_ACCOUNT") or "10 per 10 minutes",
+        "TICKWORK_SIGNIN_LIMIT_PER_ADDRESS": os.environ.get("TICKWORK_SIGNIN_LIMIT_PER_ADDRESS") or "50 per 10 minutes",
+        "TICKWORK_API_RATE_LIMIT": os.environ.get("TICKWORK_API_RATE_LIMIT") or "1200 per minute",
     }
 
 

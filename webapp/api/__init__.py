@@ -1,4 +1,4 @@
-"""The JSON API. Bearer tokens, not cookies, so it is exempt from CSRF."""
+"""The JSON API. Bearer tokens, not cookies, so it is exempt from CSRF (and limited per token: webapp/limits.py)."""
 
 from flask import Flask
 
