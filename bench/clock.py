@@ -297,7 +297,7 @@ def _create_announced(app, ws: int, channel: int, publish_ats: list[datetime]) -
             rows = [create_action(session, ws, NewAction(action_type="publish_post", channel=chan,
                                                          target_key=f"late-{at.timestamp()}", payload={"body": "x"},
                                                          publish_at=at),
-                                  now=rt.now(), policy=rt.policy, actor=Actor(label="bench"), origin=Origin.PERSON)[0]
+                                  now=rt.now(), policy=rt.policy, actor=Actor(label="bench"), origin=Origin.PERSON)
                     for at in publish_ats]
         rt.announce_due(rows)
 

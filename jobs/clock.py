@@ -11,6 +11,9 @@ clock-run row). Tests and other code call them directly::
 from jobs.tasks import current_dispatcher
 from models.posts.reconciler import run_reconciler
 from models.clock.tick import run_recovery, run_tick
+from models.accounts.idempotency import forget_expired
+from models.clock.runs import run_recorded
+from models.core.database import write_session
 from models.core.runtime import runtime
 
 
@@ -24,6 +27,17 @@ def reconcile_once() -> dict:
     """One reconciler pass: every approved post's rows brought in line (see models.reconciler)."""
     rt = runtime()
     return run_reconciler(clock=rt.clock, policy=rt.policy, announce=rt.announce_due)
+
+
+def forget_keys_once() -> dict:
+    """Delete the Idempotency-Key records older than the time keys are kept."""
+    rt = runtime()
+
+    def one_pass(_run_id: int) -> dict:
+        with write_session() as session:
+            return {"forgotten": forget_expired(session, now=rt.now(), policy=rt.policy)}
+
+    return run_recorded("forget-keys", one_pass, clock=rt.clock)
 
 
 def recover_once() -> dict:

@@ -29,12 +29,15 @@ class ClockJob:
 
 
 EVERY_MINUTE = crontab(minute="*")
+EVERY_HOUR = crontab(minute="7")  # "daily" work runs hourly: a redeploy cannot skip it for a day
 
 CLOCK_JOBS: list[ClockJob] = [
     ClockJob("tick", EVERY_MINUTE, clock.tick_once,
              "Recover lost workers, fail misfires, dispatch every due action, hand off those due within the minute."),
     ClockJob("reconcile", EVERY_MINUTE, clock.reconcile_once,
              "Keep the queue in step with approved posts: insert, move and withdraw their rows."),
+    ClockJob("forget-keys", EVERY_HOUR, clock.forget_keys_once,
+             "Forget Idempotency-Key records older than the time keys are kept (24 hours by default)."),
 ]
 
 

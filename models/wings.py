@@ -6,7 +6,7 @@ builds its hooks with :func:`install_hooks`. A new wing adds its tables module a
 ``register`` here, and nowhere below.
 """
 
-from models.accounts import tables as accounts_tables  # noqa: F401
+from models.accounts import idempotency, tables as accounts_tables  # noqa: F401
 from models.actions import tables as actions_tables  # noqa: F401
 from models.channels import outbox, tables as channels_tables  # noqa: F401
 from models.clock import tables as clock_tables  # noqa: F401

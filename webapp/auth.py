@@ -26,6 +26,7 @@ class ApiCaller:
     user: User
     workspace: Workspace
     role: Role
+    token_id: int
 
     @property
     def actor(self) -> Actor:
@@ -60,5 +61,5 @@ def api_caller() -> ApiCaller:
     role = membership_role(db.session, token.user_id, token.workspace_id)
     if role is None:
         raise Unauthorized("this token's user is no longer a member of its workspace")
-    g.api_caller = ApiCaller(user=token.user, workspace=token.workspace, role=role)
+    g.api_caller = ApiCaller(user=token.user, workspace=token.workspace, role=role, token_id=token.id)
     return g.api_caller

@@ -86,10 +86,6 @@ class DuplicateActiveAction(Exception):
     """A second active row for the same (action type, thing, target) was refused."""
 
 
-class DuplicateIdempotencyKey(Exception):
-    """A row with this Idempotency-Key already exists in the workspace."""
-
-
 def classify_integrity_error(exc: IntegrityError) -> Exception | None:
     """Map a driver's integrity error to one of Tickwork's typed errors, or None."""
     message = str(exc.orig)
@@ -99,6 +95,4 @@ def classify_integrity_error(exc: IntegrityError) -> Exception | None:
         "UNIQUE constraint failed: scheduled_actions.workspace_id, scheduled_actions.action_type" in message
     ):
         return DuplicateActiveAction("an active row for this (action type, thing, target) already exists")
-    if "ux_scheduled_actions_idempotency" in message or "scheduled_actions.idempotency_key" in message:
-        return DuplicateIdempotencyKey("this Idempotency-Key was already used")
     return None

@@ -21,7 +21,6 @@ from models.channels.tables import Channel
 from models.core.errors import Conflict, InvalidInput, NotFound, TooLarge
 from models.actions.guard import (
     DuplicateActiveAction,
-    DuplicateIdempotencyKey,
     PublishGuardViolation,
     classify_integrity_error,
 )
@@ -39,7 +38,6 @@ class NewAction:
     payload: dict
     publish_at: datetime
     thing_id: str | None = None
-    idempotency_key: str | None = None
 
 
 def payload_size(payload) -> int:
@@ -87,8 +85,8 @@ def insert_action(
 ) -> ScheduledAction:
     """Insert one queued row and its first event, in a savepoint so a refusal spoils nothing else.
 
-    Raises :class:`DuplicateActiveAction`, :class:`PublishGuardViolation` or
-    :class:`DuplicateIdempotencyKey` when the database refuses the row.
+    Raises :class:`DuplicateActiveAction` or :class:`PublishGuardViolation` when the database
+    refuses the row.
     """
     row = ScheduledAction(
         workspace_id=workspace_id,
@@ -104,7 +102,6 @@ def insert_action(
         origin=origin.value,
         rescheduled_from_id=rescheduled_from_id,
         recurring_schedule_id=recurring_schedule_id,
-        idempotency_key=new.idempotency_key,
         created_at=now,
         updated_at=now,
     )
@@ -130,18 +127,12 @@ def create_action(
     policy: Policy,
     actor: Actor,
     origin: Origin = Origin.PERSON,
-) -> tuple[ScheduledAction, bool]:
-    """Schedule ``new``; returns (row, created). A repeated Idempotency-Key returns the first row."""
+) -> ScheduledAction:
+    """Schedule ``new`` after checking its payload and time; a second active row for its key is a 409."""
     check_payload(new.payload, policy)
-    if new.idempotency_key:
-        first = _by_idempotency_key(session, workspace_id, new.idempotency_key)
-        if first is not None:
-            return first, False
     check_publish_at(new.publish_at, now, policy)
     try:
         row = insert_action(session, workspace_id, new, now=now, actor=actor, origin=origin, reason="created")
-    except DuplicateIdempotencyKey:
-        return _by_idempotency_key(session, workspace_id, new.idempotency_key), False
     except DuplicateActiveAction:
         existing = find_active_sibling(session, workspace_id, new.action_type, new.thing_id, new.target_key)
         raise Conflict(
@@ -154,15 +145,7 @@ def create_action(
         raise Conflict(
             "this thing was already published to this target", code="already_published", field="thing_id"
         ) from None
-    return row, True
-
-
-def _by_idempotency_key(session, workspace_id, key) -> ScheduledAction | None:
-    return session.scalar(
-        select(ScheduledAction).where(
-            ScheduledAction.workspace_id == workspace_id, ScheduledAction.idempotency_key == key
-        )
-    )
+    return row
 
 
 def _refusal_error(outcome: Refused, action_id: int, verb: str) -> Exception:

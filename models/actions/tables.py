@@ -92,7 +92,6 @@ class ScheduledAction(Base):
     )
     # The recurring rule that minted this row; its table arrives with recurring schedules.
     recurring_schedule_id: Mapped[int | None] = mapped_column(Integer)
-    idempotency_key: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
@@ -132,7 +131,6 @@ class ScheduledAction(Base):
             "target_key",
             "status",
         ),
-        Index("ux_scheduled_actions_idempotency", "workspace_id", "idempotency_key", unique=True),
         # Dead-worker recovery scans submitted rows only.
         Index(
             "ix_scheduled_actions_submitted",

@@ -40,6 +40,10 @@ class Policy:
     # Backoff after a send that never reached the provider.
     backoff_base: timedelta = timedelta(seconds=30)
     backoff_cap: timedelta = timedelta(minutes=30)
+    # Idempotency-Key records: how long a key is remembered, and after how long a request
+    # still "in flight" under it is taken for one whose process died.
+    idempotency_ttl: timedelta = timedelta(hours=24)
+    idempotency_in_flight: timedelta = timedelta(minutes=5)
     # Misfire: how late each action type may still go out; others use the default.
     max_lateness: dict = field(default_factory=lambda: dict(DEFAULT_MAX_LATENESS))
     default_max_lateness: timedelta = timedelta(hours=6)

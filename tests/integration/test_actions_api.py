@@ -128,14 +128,6 @@ def test_an_unknown_api_path_is_a_json_404(client, world):
     assert answer.status_code == 404 and answer.is_json
 
 
-def test_a_repeated_idempotency_key_creates_one_row(app, client, world):
-    first = create(client, world, headers={"Idempotency-Key": "abc-1"})
-    second = create(client, world, headers={"Idempotency-Key": "abc-1"}, target_key="someone-else@example.com")
-    assert (first.status_code, second.status_code) == (201, 200)
-    assert first.json["id"] == second.json["id"]
-    assert counts(app)[0] == 1
-
-
 def test_a_second_active_row_for_the_same_thing_and_target_is_a_409_naming_it(client, world):
     first = create(client, world, thing_id="post-9")
     second = create(client, world, thing_id="post-9", publish_at="2026-06-03T10:00:00Z")

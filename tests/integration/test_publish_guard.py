@@ -76,7 +76,7 @@ def test_legacy_duplicate_published_rows_can_still_exist(app, world, clock):
     with app.app_context(), write_session() as session:
         row = session.get(ScheduledAction, first)
         columns = {c.key: getattr(row, c.key) for c in ScheduledAction.__table__.columns if c.key != "id"}
-        columns.update(idempotency_key=None, provider_id="redelivered")
+        columns.update(provider_id="redelivered")
         session.execute(insert(ScheduledAction).values(**columns))
         session.execute(update(ScheduledAction).where(ScheduledAction.id == first).values(provider_id="p2"))
     assert _count(app) == 2
@@ -85,5 +85,5 @@ def test_legacy_duplicate_published_rows_can_still_exist(app, world, clock):
 def test_the_guard_ignores_rows_without_a_thing(app, world, clock):
     first = add_action(app, world, thing_id=None, publish_at=clock.now())
     _publish(app, first, clock.now())
-    add_action(app, world, thing_id=None)  # ad-hoc rows dedupe by Idempotency-Key instead
+    add_action(app, world, thing_id=None)  # ad-hoc rows dedupe by the request's Idempotency-Key instead
     assert _count(app) == 2

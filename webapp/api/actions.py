@@ -20,6 +20,7 @@ from webapp.api.parsing import (
     required_string,
 )
 from webapp.api.serialize import action_json
+from webapp.api.idempotency import idempotent
 from webapp.auth import api_caller
 
 bp = Blueprint("api_actions", __name__, url_prefix="/api/v1/actions")
@@ -35,8 +36,9 @@ def _one(session, row, *, events: bool = False, status: int = 200, note: str | N
 
 
 @bp.post("")
+@idempotent
 def create():
-    """Schedule one action."""
+    """Schedule one action (honours Idempotency-Key)."""
     caller = api_caller()
     body = json_body()
     rt = runtime()
@@ -47,24 +49,20 @@ def create():
     if "payload" not in body:
         raise InvalidInput("payload is required", field="payload", code="missing")
     publish_at, resolved = parse_schedule_time(body, caller.workspace.timezone)
-    key = request.headers.get("Idempotency-Key")
-    if key is not None and not (0 < len(key.strip()) <= 255):
-        raise InvalidInput("Idempotency-Key must be 1 to 255 characters", field="Idempotency-Key")
     with write_session() as session:
         channel = channel_by_name(session, caller.workspace.id, channel_name)
         if channel is None:
             raise InvalidInput(f"no channel named {channel_name!r} in this workspace", field="channel",
                                code="unknown_channel")
-        row, created = create_action(
+        row = create_action(
             session,
             caller.workspace.id,
             NewAction(action_type=action_type, channel=channel, target_key=target_key, payload=body["payload"],
-                      publish_at=publish_at, thing_id=thing_id, idempotency_key=key.strip() if key else None),
+                      publish_at=publish_at, thing_id=thing_id),
             now=rt.now(), policy=rt.policy, actor=caller.actor, origin=Origin.PERSON,
         )
-        response = _one(session, row, status=201 if created else 200, note=resolved.note if resolved else None)
-    if created:
-        rt.announce_due([row])
+        response = _one(session, row, status=201, note=resolved.note if resolved else None)
+    rt.announce_due([row])
     return response
 
 

@@ -22,6 +22,7 @@ from models.core.time_input import parse_local_time
 from models.timing.wall_time import InvalidTimezone
 from webapp.api.parsing import json_body, optional_string, query_limit
 from webapp.api.serialize import action_json, iso
+from webapp.api.idempotency import idempotent
 from webapp.auth import api_caller
 from models.core.runtime import runtime
 
@@ -95,8 +96,9 @@ def _time_fields(body: dict) -> tuple[date | None, time | None]:
 
 
 @bp.post("")
+@idempotent
 def create():
-    """Create a draft post."""
+    """Create a draft post (honours Idempotency-Key)."""
     caller = api_caller()
     body = json_body()
     _check_fields(body, CREATE_FIELDS)
