@@ -59,28 +59,80 @@ def test_the_migrated_schema_equals_the_models(database_url):
     assert diff == []
 
 
-def test_downgrade_to_base_and_upgrade_again_keeps_the_guard(database_url):
+def test_downgrade_to_base_and_upgrade_again_keeps_the_guard(app, database_url, backend):
+    from flask_migrate import downgrade, upgrade
+
     engine = _engine(database_url)
-    assert _guard_triggers(engine)
-    _flask_db(database_url, "downgrade", "base")
-    assert "scheduled_actions" not in inspect(engine).get_table_names()
-    _flask_db(database_url, "upgrade")
+    assert _guard_triggers(engine) == EXPECTED_TRIGGERS[backend]
+    with app.app_context():
+        downgrade(directory=str(MIGRATIONS_DIR), revision="base")
+        assert "scheduled_actions" not in inspect(engine).get_table_names()
+        upgrade(directory=str(MIGRATIONS_DIR))
     assert "scheduled_actions" in inspect(engine).get_table_names()
-    assert _guard_triggers(engine)
+    assert _guard_triggers(engine) == EXPECTED_TRIGGERS[backend] and _guard_refuses(engine)
     engine.dispose()
 
 
-def test_the_guard_survives_every_migration_step(database_url):
-    """Walk down and up one revision at a time; after each step up the trigger is present."""
+EXPECTED_TRIGGERS = {
+    "postgresql": {"scheduled_actions_publish_guard"},
+    "sqlite": {"scheduled_actions_publish_guard_insert", "scheduled_actions_publish_guard_update"},
+}
+
+
+def _guard_refuses(engine) -> bool:
+    """Write a published row and try a queued sibling beside it: True when the database refuses it.
+
+    Only columns every revision has are written, and everything is rolled back, so the walk
+    up and down is not disturbed.
+    """
+    now = "2026-06-01 12:00:00"
+    with engine.connect() as conn:
+        transaction = conn.begin()
+        try:
+            workspace = conn.execute(text("INSERT INTO workspaces (name, timezone, plan, created_at) "
+                                          "VALUES ('Guarded', 'UTC', 'free', :now) RETURNING id"), {"now": now}).scalar()
+            channel = conn.execute(text("INSERT INTO channels (workspace_id, name, kind, config, created_at) "
+                                        "VALUES (:ws, 'main', 'log', '{}', :now) RETURNING id"),
+                                   {"ws": workspace, "now": now}).scalar()
+            row = ("INSERT INTO scheduled_actions (workspace_id, action_type, thing_id, target_key, channel_id, payload, "
+                   "publish_at, status, attempt_count, origin, created_at, updated_at) VALUES (:ws, 'publish_post', "
+                   "'post:1', 'main', :channel, '{}', :now, :status, 0, 'person', :now, :now)")
+            values = {"ws": workspace, "channel": channel, "now": now}
+            conn.execute(text(row), {**values, "status": "published"})
+            nested = conn.begin_nested()
+            try:
+                conn.execute(text(row), {**values, "status": "queued"})
+            except Exception as exc:  # the driver's integrity error, whatever its class
+                nested.rollback()
+                return "duplicate-publish guard" in str(exc)
+            nested.rollback()
+            return False
+        finally:
+            transaction.rollback()
+
+
+def test_the_exact_guard_triggers_refuse_after_every_migration_step_up_and_down(app, database_url, backend):
+    """Walk down to the first revision and up to the head one revision at a time, in this process,
+    and back down again: after each step the guard's triggers are exactly the expected ones and
+    the database still refuses an active row beside a published sibling."""
+    from flask_migrate import downgrade, upgrade
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    revisions = [rev.revision for rev in ScriptDirectory.from_config(config).walk_revisions()]
+    revisions = [rev.revision for rev in reversed(list(ScriptDirectory.from_config(config).walk_revisions()))]
     engine = _engine(database_url)
-    _flask_db(database_url, "downgrade", "0001")
-    for revision in reversed(revisions):
-        _flask_db(database_url, "upgrade", revision)
-        assert _guard_triggers(engine), f"publish guard missing after upgrade to {revision}"
-    engine.dispose()
+    try:
+        with app.app_context():
+            downgrade(directory=str(MIGRATIONS_DIR), revision=revisions[0])
+            steps = [("up", revision) for revision in revisions[1:]] + [("down", revision)
+                                                                      for revision in reversed(revisions[:-1])]
+            for direction, revision in steps:
+                (upgrade if direction == "up" else downgrade)(directory=str(MIGRATIONS_DIR), revision=revision)
+                assert _guard_triggers(engine) == EXPECTED_TRIGGERS[backend], (direction, revision)
+                assert _guard_refuses(engine), f"the guard let a sibling through after {direction} to {revision}"
+            upgrade(directory=str(MIGRATIONS_DIR))
+    finally:
+        engine.dispose()
 
 
 def test_huey_tables_are_left_out_of_the_schema_comparison(database_url):
