@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from flask import has_app_context
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
@@ -60,7 +61,10 @@ def write_session(engine: Engine | None = None) -> Iterator[Session]:
     """One short write transaction in a session of its own; commits, or rolls back on error.
 
     Domain writes never ride on a request's read session: a deferred read transaction
-    upgraded to a write is exactly what SQLite refuses under concurrency.
+    upgraded to a write is exactly what SQLite refuses under concurrency. Once the write has
+    committed, the app's shared read session (``db.session``) ends its transaction: on SQLite a
+    read transaction keeps seeing the database as it was when it began, so a request that read,
+    then wrote, would otherwise render its answer without its own write.
     """
     with Session(engine or db.engine, expire_on_commit=False) as session:
         begin_write(session)
@@ -70,6 +74,8 @@ def write_session(engine: Engine | None = None) -> Iterator[Session]:
         except BaseException:
             session.rollback()
             raise
+    if has_app_context():
+        db.session.rollback()
 
 
 @contextmanager

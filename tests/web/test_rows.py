@@ -181,3 +181,10 @@ def test_bulk_retry_previews_and_retries_failed_rows(app, acme, browser_for):
     assert row_state(app, acme.failed).status == "queued"
     assert browser_for("ops").post("/failures/bulk-retry", {"confirm": "yes"}).status_code == 403
     assert browser_for("marketer").post("/queue/bulk-cancel", {"confirm": "yes"}).status_code == 403
+
+
+def test_a_row_re_rendered_after_a_change_shows_the_event_that_change_just_wrote(acme, browser_for):
+    """On SQLite a read transaction begun before the write would render the row without its own event."""
+    answer = browser_for("admin").post(f"/actions/{acme.failed}/retry", htmx=True)
+    assert answer.status_code == 200
+    assert "failed → queued" in answer.get_data(as_text=True)
