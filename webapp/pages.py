@@ -34,7 +34,7 @@ def login():
             session.clear()
             login_user(user)
             return redirect(_safe_next(request.form.get("next")) or url_for("pages.index"), code=303)
-        flash("That email and password do not match.")
+        flash("That email and password do not match.", "error")
         return render_template("pages/login.html", email=email, next=request.form.get("next", "")), 401
     if current_user.is_authenticated:
         return redirect(url_for("pages.index"))
@@ -82,7 +82,7 @@ def _sign_in_first():
         response = make_response("Your session has ended; sign in again.", 401)
         response.headers["HX-Redirect"] = target
         return response
-    flash("Please sign in.")
+    flash("Please sign in.", "info")
     return redirect(target)
 
 
@@ -108,6 +108,8 @@ def init_app(app: Flask) -> None:
     def _page_policy(response):
         """Pages run only our own scripts: a typed <script> could not run even if it slipped through."""
         if response.mimetype == "text/html":
+            # One URL answers a page or a fragment by these headers: caches must keep them apart.
+            response.vary.update(("HX-Request", "HX-History-Restore-Request"))
             response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
             response.headers.setdefault("X-Content-Type-Options", "nosniff")
             response.headers.setdefault("Referrer-Policy", "same-origin")

@@ -80,7 +80,7 @@ def render_row(row: ScheduledAction, *, status: int = 200, **extra):
         return render_template("actions/_action_row.html", r=view, v=viewer()), status
     if status < 400 and request.method == "POST":
         if view.message:
-            flash(view.message)
+            flash(view.message, view.message_kind)
         return redirect(_safe_next() or url_for("actions.detail", action_id=row.id), code=303)
     return render_detail(row, status=status, message=view.message, message_kind=view.message_kind)
 

@@ -96,7 +96,7 @@ def _save(channel: Channel | None):
             saved_id, saved_name = saved.id, saved.name
     except DomainError as error:
         return _page(channel, error=error, status=error.status)
-    flash(f"Channel {saved_name} saved.")
+    flash(f"Channel {saved_name} saved.", "ok")
     return redirect(url_for("channels.edit", channel_id=saved_id), code=303)
 
 

@@ -48,8 +48,13 @@ class Viewer:
 
 
 def is_htmx() -> bool:
-    """True when htmx sent this request (and wants a fragment, not a page)."""
-    return request.headers.get("HX-Request") == "true"
+    """True when htmx sent this request and wants a fragment, not a page.
+
+    Going back or forward, htmx 4 asks for the page it restores with
+    ``HX-History-Restore-Request: true`` and needs the whole page, not a fragment.
+    """
+    return (request.headers.get("HX-Request") == "true"
+            and request.headers.get("HX-History-Restore-Request") != "true")
 
 
 def render_page(template: str, **context) -> str:

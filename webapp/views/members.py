@@ -32,7 +32,7 @@ def _change(operation, done: str):
             result = operation(session)
     except DomainError as error:
         return _page(error=error, status=error.status)
-    flash(done.format(result=result))
+    flash(done.format(result=result), "ok")
     return redirect(url_for("members.index"), code=303)
 
 

@@ -120,9 +120,9 @@ def create():
 
 def _flash_saved(change, verb: str = "Saved") -> None:
     post = change.post
-    flash(f"{verb}: post #{post.id} is {post.status}.")
+    flash(f"{verb}: post #{post.id} is {post.status}.", "ok")
     if change.note:
-        flash(change.note)
+        flash(change.note, "info")
 
 
 @bp.get("/posts/<int:post_id>")
