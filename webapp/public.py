@@ -16,6 +16,7 @@ from webapp.extensions import csrf
 PUBLIC_ROUTES: dict[str, str] = {
     "health.healthz": "nothing to prove: numbers about the clock, never a workspace's content",
     "health.metrics": "nothing to prove: numbers about the clock, never a workspace's content",
+    "api_openapi.openapi": "nothing to prove: the API's description, never a workspace's content",
 }
 
 

@@ -108,3 +108,29 @@ def test_rows_due_before_the_next_tick_are_the_ones_handed_over_now():
     now = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
     assert Policy().due_soon_horizon(now) == now + timedelta(minutes=1)
     assert Policy(tick_interval=timedelta(minutes=5)).due_soon_horizon(now) == now + timedelta(minutes=5)
+
+
+@pytest.mark.parametrize("text, is_a_row_id", [
+    ("1", True), ("2147483647", True), ("2147483646", True), ("1999999999", True),
+    ("0", False), ("01", False), ("2147483648", False), ("9999999999", False), ("21474836470", False),
+])
+def test_a_route_id_is_a_32_bit_row_id_or_no_route_at_all(text, is_a_row_id):
+    import re
+
+    from webapp import RowIdConverter
+
+    assert bool(re.fullmatch(RowIdConverter.regex, text)) is is_a_row_id
+
+
+def test_the_route_id_pattern_agrees_with_the_range_for_every_number():
+    import re
+
+    from hypothesis import given, strategies
+
+    from webapp import RowIdConverter
+
+    @given(strategies.integers(min_value=0, max_value=2**34))
+    def agrees(number):
+        assert bool(re.fullmatch(RowIdConverter.regex, str(number))) is (1 <= number <= 2**31 - 1)
+
+    agrees()

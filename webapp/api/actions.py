@@ -19,6 +19,7 @@ from webapp.api.parsing import (
     query_limit,
     required_string,
 )
+from webapp.api.spec import errors, json_content, row_id
 from webapp.api.serialize import action_json
 from webapp.api.idempotency import idempotent
 from webapp.auth import api_caller
@@ -137,3 +138,129 @@ def retry(action_id: int):
         response = _one(session, row)
     rt.announce_due([row])
     return response
+
+
+# -- the document -----------------------------------------------------------------------------
+
+_INSTANT = {"type": "string", "format": "date-time"}
+_MAYBE_INSTANT = {"type": ["string", "null"], "format": "date-time"}
+_LOCAL_TIME = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$",
+               "description": "a wall date and time in the workspace's zone"}
+_TIME_FIELDS = {
+    "publish_at": {**_INSTANT, "description": "RFC 3339 with an offset; stored in UTC"},
+    "local_time": _LOCAL_TIME,
+}
+_ONE_TIME = {"oneOf": [{"required": ["publish_at"]}, {"required": ["local_time"]}]}
+_NEW_ACTION_EXAMPLE = {"action_type": "send_email", "channel": "main", "target_key": "ada@example.com",
+                       "payload": {"subject": "Welcome"}, "local_time": "2027-01-05T09:00"}
+
+OPENAPI = {
+    "schemas": {
+        "Action": {
+            "type": "object",
+            "required": ["id", "action_type", "channel", "target_key", "thing_id", "payload", "publish_at", "status",
+                         "origin", "attempt_count", "created_at", "updated_at"],
+            "properties": {
+                "id": {"type": "integer"},
+                "action_type": {"type": "string"},
+                "channel": {"type": ["string", "null"]},
+                "target_key": {"type": "string"},
+                "thing_id": {"type": ["string", "null"]},
+                "payload": {"type": "object"},
+                "publish_at": _INSTANT,
+                "status": {"enum": [status.value for status in Status]},
+                "origin": {"type": "string"},
+                "cancel_kind": {"type": ["string", "null"]},
+                "attempt_count": {"type": "integer", "minimum": 0},
+                "next_attempt_at": _MAYBE_INSTANT,
+                "last_error": {"type": ["string", "null"]},
+                "failure_code": {"type": ["string", "null"]},
+                "provider_id": {"type": ["string", "null"]},
+                "rescheduled_from": {"type": ["integer", "null"]},
+                "submitted_at": _MAYBE_INSTANT,
+                "finished_at": _MAYBE_INSTANT,
+                "created_at": _INSTANT,
+                "updated_at": _INSTANT,
+                "note": {"type": "string", "description": "why the wall time moved (a DST gap or overlap)"},
+                "events": {"type": "array", "items": {"type": "object", "required": ["to", "at", "actor"], "properties": {
+                    "from": {"type": ["string", "null"]}, "to": {"type": "string"}, "at": _INSTANT,
+                    "actor": {"type": "string"}, "reason": {"type": ["string", "null"]},
+                    "clock_run_id": {"type": ["integer", "null"]}}}},
+            },
+        },
+        "NewAction": {
+            "type": "object",
+            "required": ["action_type", "channel", "target_key", "payload"],
+            "properties": {
+                "action_type": {"type": "string", "minLength": 1, "maxLength": 64},
+                "channel": {"type": "string", "minLength": 1, "maxLength": 63, "description": "a channel's name"},
+                "target_key": {"type": "string", "minLength": 1, "maxLength": 255},
+                "thing_id": {"type": "string", "minLength": 1, "maxLength": 128},
+                "payload": {"type": "object"},
+                **_TIME_FIELDS,
+            },
+            **_ONE_TIME,
+        },
+        "NewTime": {"type": "object", "properties": _TIME_FIELDS, **_ONE_TIME},
+    },
+    "paths": {
+        "/api/v1/actions": {
+            "post": {
+                "summary": "Schedule an action (honours Idempotency-Key)",
+                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": False,
+                                "schema": {"type": "string", "minLength": 1, "maxLength": 255}}],
+                "requestBody": {"required": True, **json_content({"$ref": "#/components/schemas/NewAction"},
+                                                                 _NEW_ACTION_EXAMPLE)},
+                "responses": {"201": {"description": "Scheduled.",
+                                      **json_content({"$ref": "#/components/schemas/Action"})},
+                              **errors("400", "409", "413", "422")},
+            },
+            "get": {
+                "summary": "List actions in (publish_at, id) order",
+                "parameters": [
+                    {"name": "status", "in": "query", "schema": {"type": "string"},
+                     "description": "one status, or several separated by commas"},
+                    {"name": "from", "in": "query", "schema": _INSTANT},
+                    {"name": "to", "in": "query", "schema": _INSTANT},
+                    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
+                    {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+                ],
+                "responses": {"200": {"description": "A page.", **json_content({
+                    "type": "object", "required": ["actions", "next_cursor"], "properties": {
+                        "actions": {"type": "array", "items": {"$ref": "#/components/schemas/Action"}},
+                        "next_cursor": {"type": ["string", "null"]}}})},
+                    **errors("422")},
+            },
+        },
+        "/api/v1/actions/{action_id}": {
+            "parameters": [row_id("action_id")],
+            "get": {"summary": "One action with its timeline",
+                    "responses": {"200": {"description": "The action.",
+                                          **json_content({"$ref": "#/components/schemas/Action"})},
+                                  **errors("404")}},
+        },
+        "/api/v1/actions/{action_id}/cancel": {
+            "parameters": [row_id("action_id")],
+            "post": {"summary": "Cancel a queued action (again: a no-op)",
+                     "responses": {"200": {"description": "Cancelled.",
+                                           **json_content({"$ref": "#/components/schemas/Action"})},
+                                   **errors("403", "404", "409")}},
+        },
+        "/api/v1/actions/{action_id}/reschedule": {
+            "parameters": [row_id("action_id")],
+            "post": {"summary": "Cancel and schedule again at a new time, with lineage (ops)",
+                     "requestBody": {"required": True, **json_content({"$ref": "#/components/schemas/NewTime"},
+                                                                      {"local_time": "2027-01-06T10:30"})},
+                     "responses": {"201": {"description": "The new row; rescheduled_from names the old.",
+                                           **json_content({"$ref": "#/components/schemas/Action"})},
+                                   **errors("400", "403", "404", "409", "413", "422")}},
+        },
+        "/api/v1/actions/{action_id}/retry": {
+            "parameters": [row_id("action_id")],
+            "post": {"summary": "Queue a failed action again, due now (admin)",
+                     "responses": {"200": {"description": "Queued again.",
+                                           **json_content({"$ref": "#/components/schemas/Action"})},
+                                   **errors("403", "404", "409")}},
+        },
+    },
+}

@@ -22,6 +22,7 @@ from models.core.time_input import parse_local_time
 from models.timing.wall_time import InvalidTimezone
 from webapp.api.parsing import json_body, optional_string, query_limit
 from webapp.api.serialize import action_json, iso
+from webapp.api.spec import errors, json_content, row_id
 from webapp.api.idempotency import idempotent
 from webapp.auth import api_caller
 from models.core.runtime import runtime
@@ -229,3 +230,115 @@ def send_now(post_id: int):
         response = _answer(session, change, caller)
     rt.announce_due(change.new_rows)
     return response
+
+
+# -- the document -----------------------------------------------------------------------------
+
+_INSTANT = {"type": "string", "format": "date-time"}
+_MAYBE_INSTANT = {"type": ["string", "null"], "format": "date-time"}
+_FIELDS = {
+    "body": {"type": "string", "minLength": 1, "description": "checked against each target's length limit"},
+    "media": {"type": "array", "maxItems": 10, "items": {"type": "string", "format": "uri"}},
+    "local_time": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$",
+                   "description": "the wall date and time in the workspace's zone"},
+    "targets": {"type": "array", "minItems": 1, "maxItems": 20, "uniqueItems": True,
+                "items": {"type": "string", "description": "a channel's name"}},
+}
+_POST_ANSWER = {"$ref": "#/components/schemas/Post"}
+
+OPENAPI = {
+    "schemas": {
+        "Post": {
+            "type": "object",
+            "required": ["id", "status", "body", "media", "local_time", "timezone", "publish_at", "targets",
+                         "delivery", "revision", "created_at", "updated_at"],
+            "properties": {
+                "id": {"type": "integer"},
+                "status": {"enum": [status.value for status in PostStatus]},
+                "body": {"type": "string"},
+                "media": {"type": "array", "items": {"type": "string"}},
+                "local_time": {"type": "string"},
+                "timezone": {"type": "string"},
+                "publish_at": _MAYBE_INSTANT,
+                "time_note": {"type": ["string", "null"]},
+                "targets": {"type": "array", "items": {"type": "object", "required": ["channel", "status"],
+                                                        "properties": {
+                                                            "channel": {"type": "string"},
+                                                            "status": {"type": "string"},
+                                                            "action_id": {"type": ["integer", "null"]},
+                                                            "publish_at": _MAYBE_INSTANT}}},
+                "delivery": {"type": "object", "required": ["sent", "total", "label"], "properties": {
+                    "sent": {"type": "integer"}, "total": {"type": "integer"}, "label": {"type": "string"}}},
+                "revision": {"type": "integer"},
+                "created_at": _INSTANT,
+                "updated_at": _INSTANT,
+                "approved_at": _MAYBE_INSTANT,
+                "published_at": _MAYBE_INSTANT,
+                "archived_at": _MAYBE_INSTANT,
+                "actions": {"type": "array", "items": {"$ref": "#/components/schemas/Action"}},
+                "note": {"type": "string"},
+            },
+        },
+        "NewPost": {"type": "object", "required": ["body", "targets", "local_time"], "properties": _FIELDS,
+                    "additionalProperties": False},
+        "PostChange": {"type": "object", "minProperties": 1, "properties": _FIELDS, "additionalProperties": False},
+    },
+    "paths": {
+        "/api/v1/posts": {
+            "post": {
+                "summary": "Write a draft post (honours Idempotency-Key)",
+                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": False,
+                                "schema": {"type": "string", "minLength": 1, "maxLength": 255}}],
+                "requestBody": {"required": True, **json_content(
+                    {"$ref": "#/components/schemas/NewPost"},
+                    {"body": "Fresh bread at nine", "targets": ["main"], "local_time": "2027-01-05T09:00"})},
+                "responses": {"201": {"description": "The draft.", **json_content(_POST_ANSWER)},
+                              **errors("400", "409", "413", "422")},
+            },
+            "get": {
+                "summary": "List posts by wall date and time",
+                "parameters": [
+                    {"name": "from", "in": "query", "schema": {"type": "string", "format": "date"}},
+                    {"name": "to", "in": "query", "schema": {"type": "string", "format": "date"}},
+                    {"name": "status", "in": "query", "schema": {"type": "string"}},
+                    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
+                    {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+                ],
+                "responses": {"200": {"description": "A page.", **json_content({
+                    "type": "object", "required": ["posts", "next_cursor"], "properties": {
+                        "posts": {"type": "array", "items": _POST_ANSWER},
+                        "next_cursor": {"type": ["string", "null"]}}})},
+                    **errors("422")},
+            },
+        },
+        "/api/v1/posts/{post_id}": {
+            "parameters": [row_id("post_id")],
+            "get": {"summary": "One post with its rows",
+                    "responses": {"200": {"description": "The post.", **json_content(_POST_ANSWER)},
+                                  **errors("404")}},
+            "patch": {"summary": "Change a post; an approved post's rows follow",
+                      "requestBody": {"required": True, **json_content({"$ref": "#/components/schemas/PostChange"},
+                                                                       {"body": "Fresh bread at ten"})},
+                      "responses": {"200": {"description": "The post.", **json_content(_POST_ANSWER)},
+                                    **errors("400", "404", "409", "413", "422")}},
+        },
+        **{f"/api/v1/posts/{{post_id}}/{verb}": {
+            "parameters": [row_id("post_id")],
+            "post": {"summary": summary,
+                     "responses": {"200": {"description": "The post.", **json_content(_POST_ANSWER)},
+                                   **errors("404", "409", "422")}},
+        } for verb, summary in (("approve", "Approve a draft: its rows are queued at once"),
+                                ("unapprove", "Back to draft: its queued rows are withdrawn"),
+                                ("archive", "Archive a post: its queued rows are cancelled at once"))},
+        "/api/v1/posts/{post_id}/post-now": {
+            "parameters": [row_id("post_id")],
+            "post": {"summary": "Send the post, or one target, now",
+                     "requestBody": {"required": False, **json_content({
+                         "type": "object", "properties": {"channel": {"type": "string", "minLength": 1,
+                                                                      "maxLength": 63}},
+                         "additionalProperties": False}, {})},
+                     "responses": {"200": {"description": "The post.", **json_content(_POST_ANSWER)},
+                                   **errors("400", "404", "409", "413", "422")}},
+        },
+    },
+}

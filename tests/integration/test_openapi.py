@@ -1,0 +1,103 @@
+"""The OpenAPI document is held to the code: every route is documented and every documented route
+served, each documented example is accepted, each required field is refused when missing, and
+Schemathesis drives the live API with what the document says, expecting no 5xx and answers that
+match the document."""
+
+import logging
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+from werkzeug.serving import make_server
+
+from tests.conftest import ROOT
+from tests.factories import add_action
+
+DOCUMENT = "/api/v1/openapi.json"
+
+
+def documented(app) -> set[tuple[str, str]]:
+    spec = app.test_client().get(DOCUMENT).json
+    return {(path, method.upper()) for path, item in spec["paths"].items() for method in item
+            if method in ("get", "post", "put", "patch", "delete")}
+
+
+def served(app) -> set[tuple[str, str]]:
+    routes = set()
+    for rule in app.url_map.iter_rules():
+        if not rule.rule.startswith("/api/") or rule.rule == DOCUMENT:
+            continue
+        path = re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule.rule)
+        routes |= {(path, method) for method in rule.methods - {"HEAD", "OPTIONS"}}
+    return routes
+
+
+def test_every_api_route_is_documented_and_every_documented_route_is_served(app):
+    assert documented(app) == served(app)
+
+
+def _operations(spec):
+    for path, item in spec["paths"].items():
+        for method, operation in item.items():
+            if isinstance(operation, dict) and "responses" in operation:
+                yield path, method, operation
+
+
+def test_each_documented_example_is_accepted_and_each_required_field_refused_without_it(app, client, world, clock):
+    spec = client.get(DOCUMENT).json
+    schemas = spec["components"]["schemas"]
+    queued = add_action(app, world, publish_at=clock.now())
+    post = client.post("/api/v1/posts", headers=world.auth("admin"),
+                       json={"body": "Hello", "targets": ["main"], "local_time": "2027-01-04T09:00"}).json["id"]
+    ids = {"action_id": queued, "post_id": post}
+    tried = 0
+    for path, method, operation in _operations(spec):
+        content = operation.get("requestBody", {}).get("content", {}).get("application/json")
+        if not content or "example" not in content:
+            continue
+        url = path.format(**ids)
+        example = content["example"]
+        success = next(code for code in operation["responses"] if code.startswith("2"))
+        schema = content["schema"]
+        schema = schemas[schema["$ref"].rsplit("/", 1)[1]] if "$ref" in schema else schema
+        for field in schema.get("required", []):
+            missing = {key: value for key, value in example.items() if key != field}
+            refused = client.open(url, method=method.upper(), json=missing, headers=world.auth("admin"))
+            assert refused.status_code == 422 and refused.json["error"]["field"] == field, (path, method, field)
+        accepted = client.open(url, method=method.upper(), json=example, headers=world.auth("admin"))
+        assert str(accepted.status_code) == success, (path, method, accepted.json)
+        tried += 1
+    assert tried >= 5  # actions create and reschedule, posts create, change and post-now
+
+
+@pytest.fixture
+def app_config(app_config):
+    app_config["TICKWORK_API_RATE_LIMIT"] = "100000 per minute"  # the fuzzer is not the client the limit is for
+    return app_config
+
+
+@pytest.mark.slow
+@pytest.mark.only_backend("sqlite")
+def test_schemathesis_finds_no_server_error_and_no_answer_outside_the_document(app, world, clock, tmp_path):
+    add_action(app, world, publish_at=clock.now())
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a thousand request lines say nothing here
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "schemathesis.cli", "run", f"http://127.0.0.1:{server.port}{DOCUMENT}",
+             "-H", f"Authorization: Bearer {world.tokens['admin']}",
+             "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
+                         "response_schema_conformance",
+             "--max-examples", "25", "--seed", "20261201", "--generation-database", "none",
+             "--workers", "1", "--no-color", "--max-failures", "20"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+    report = result.stdout[-6000:] + result.stderr[-2000:]
+    assert result.returncode == 0, report
+    assert re.search(r"\b\d+ (?:test cases|cases) generated", report) or "passed" in report, report
