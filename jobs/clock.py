@@ -17,7 +17,7 @@ from models.core.runtime import runtime
 def tick_once(inline: bool | None = None) -> dict:
     """One scheduler tick: recover, sweep misfires, dispatch everything due (see models.ticks)."""
     rt = runtime()
-    return run_tick(clock=rt.clock, policy=rt.policy, dispatcher=current_dispatcher(inline))
+    return run_tick(clock=rt.clock, policy=rt.policy, dispatcher=current_dispatcher(inline), hooks=rt.hooks)
 
 
 def reconcile_once() -> dict:

@@ -19,9 +19,9 @@ WINGS = (posts_hooks,)
 __all__ = ["Base", "WINGS", "install_hooks"]
 
 
-def install_hooks() -> Hooks:
-    """A registry with every wing's parts on it."""
-    hooks = Hooks()
+def install_hooks(policy=None) -> Hooks:
+    """A registry with every wing's parts on it; ``policy`` is the app's, for the checks that need it."""
+    hooks = Hooks(policy=policy)
     for wing in WINGS:
         wing.register(hooks)
     return hooks
