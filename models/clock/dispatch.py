@@ -9,8 +9,8 @@ all with their channels, and each row then goes one of two ways::
          check that says stop cancels the row instead of claiming it, so nothing ever moves
          submitted → cancelled); fail it as missed_window if it is later than its action
          type allows (re-read under the write lock; unless its wing's check decides
-         lateness itself, as a recurring rule's misfire policy does); else claim it (queued → submitted,
-         attempt + 1, a fresh claim token). A claim refused for attempts → failed
+         lateness itself, as a recurring rule's misfire policy does); else claim it
+         (queued → submitted, attempt + 1, a fresh claim token). A claim refused for attempts → failed
          attempts_exhausted; a claim the publish guard refuses (a legacy duplicate) →
          failed duplicate_of_published.
       2. no transaction: decrypt the channel secret and call the provider.
