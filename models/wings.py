@@ -13,8 +13,9 @@ from models.clock import tables as clock_tables  # noqa: F401
 from models.core.base import Base
 from models.core.hooks import Hooks
 from models.posts import hooks as posts_hooks, tables as posts_tables  # noqa: F401
+from models.recurring import hooks as recurring_hooks, tables as recurring_tables  # noqa: F401
 
-WINGS = (posts_hooks,)
+WINGS = (posts_hooks, recurring_hooks)
 
 __all__ = ["Base", "WINGS", "install_hooks"]
 
