@@ -10,6 +10,7 @@ clock-run row). Tests and other code call them directly::
 
 from jobs.tasks import current_dispatcher
 from models.posts.reconciler import run_reconciler
+from models.recurring.expander import run_expander
 from models.clock.tick import run_recovery, run_tick
 from models.core.runtime import runtime
 
@@ -30,3 +31,9 @@ def recover_once() -> dict:
     """Only dead-worker recovery (the tick runs it first anyway)."""
     rt = runtime()
     return run_recovery(clock=rt.clock, policy=rt.policy)
+
+
+def expand_once() -> dict:
+    """One expander pass: every active recurring rule's window materialized (see models.recurring.expander)."""
+    rt = runtime()
+    return run_expander(clock=rt.clock, policy=rt.policy, announce=rt.announce_due)

@@ -29,12 +29,15 @@ class ClockJob:
 
 
 EVERY_MINUTE = crontab(minute="*")
+EVERY_HOUR = crontab(minute="0")
 
 CLOCK_JOBS: list[ClockJob] = [
     ClockJob("tick", EVERY_MINUTE, clock.tick_once,
              "Recover lost workers, fail misfires, dispatch every due action, hand off those due within the minute."),
     ClockJob("reconcile", EVERY_MINUTE, clock.reconcile_once,
              "Keep the queue in step with approved posts: insert, move and withdraw their rows."),
+    ClockJob("expand", EVERY_HOUR, clock.expand_once,
+             "Materialize every active recurring rule's next 14 days of occurrences; catch up missed hours."),
 ]
 
 
