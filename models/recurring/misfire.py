@@ -50,7 +50,7 @@ def stop_missed_occurrences(session: Session, rows: list[ScheduledAction], now: 
     rules = {rule.id: rule for rule in session.scalars(
         select(RecurringSchedule).where(RecurringSchedule.id.in_(rule_ids)))} if rule_ids else {}
     zones = dict(session.execute(select(Workspace.id, Workspace.timezone)
-                                 .where(Workspace.id.in_({rule.workspace_id for rule in rules.values()})))) \
+                                 .where(Workspace.id.in_({rule.workspace_id for rule in rules.values()}))).all()) \
         if rules else {}
     by_rule: dict[int | None, list[ScheduledAction]] = defaultdict(list)
     for row in late:
