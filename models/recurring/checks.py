@@ -229,7 +229,7 @@ def rrule_from_choices(repeat, *, interval=None, weekdays=(), month_day=None, or
         if not isinstance(raw, str) or not raw.strip():
             raise InvalidInput("write the rule, such as FREQ=WEEKLY;BYDAY=TU", field="rrule", code="missing")
         return raw.strip()
-    every = _whole(interval, "interval", 1, 99, default=1)
+    every = 1 if repeat == "weekdays" else _whole(interval, "interval", 1, 99, default=1)
     parts = []
     if repeat == "daily":
         parts = ["FREQ=DAILY"]
