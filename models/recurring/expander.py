@@ -393,7 +393,10 @@ def expand_rules(
                 if current.revision != rule.revision or current.status != RuleStatus.ACTIVE.value:
                     summary["rules_stale"] += 1  # edited, paused or ended since the plan: that change expanded it
                     continue
-                done = expand_rule(session, current, now=now, policy=policy, actor=actor)
+                zone = workspace_zone(session, rule.workspace_id)
+                if zone != planned.zone:  # the zone changed since the plan: read the rule in the new one
+                    recurrence = rule_recurrence(current, zone, policy)
+                done = expand_rule(session, current, now=now, policy=policy, actor=actor, recurrence=recurrence)
         except NotFound:
             continue
         except InvalidTimezone as exc:  # the zone broke during the pass
