@@ -7,7 +7,7 @@ what becomes of it, never a burst of every missed occurrence after an outage:
 | misfire     | a missed occurrence                                                  | it becomes                         |
 |-------------|----------------------------------------------------------------------|------------------------------------|
 | ``skip``    | any                                                                  | failed ``missed_window``, not sent |
-| ``fire_once`` | a newer occurrence of the rule is due too (queued, being sent or sent) | failed ``missed_window``, reason "superseded" |
+| ``fire_once`` | a newer occurrence of the rule is due too (queued, being sent, sent, or tried) | failed ``missed_window``, reason "superseded" |
 | ``fire_once`` | the most recent one due                                            | sent, once                         |
 
 The rule's policy replaces its action type's maximum lateness for these rows (the hook
@@ -30,9 +30,15 @@ from models.recurring.tables import Misfire, RecurringSchedule, slot_thing_id
 from models.timing.recurrence import RecurrenceError
 from models.timing.wall_time import InvalidTimezone
 
-# The statuses of a newer occurrence that supersedes an older missed one: it went, or it is going.
+# The statuses of a newer occurrence that supersedes an older missed one: it went, it is going, or it
+# was tried and failed at its provider (a newer one failed as missed did not go, and a person's cancel
+# was not a send).
 LIVE = (Status.QUEUED.value, Status.SUBMITTED.value, Status.PUBLISHED.value)
 MISSED = FailureCode.MISSED_WINDOW.value
+
+
+def _went_or_goes(row: ScheduledAction) -> bool:
+    return row.status in LIVE or (row.status == Status.FAILED.value and row.failure_code != MISSED)
 
 
 def _late_words(late: timedelta) -> str:
@@ -87,5 +93,5 @@ def _newest_live_due(session: Session, rule: RecurringSchedule, zone: str | None
     oldest = min(row.publish_at for row in missed)
     things = {slot_thing_id(rule.id, o.slot) for o in recurrence.occurrences_between(oldest, now + timedelta(seconds=1))}
     found = rows_by_thing(session, rule.workspace_id, {rule.action_type}, things) if things else {}
-    live = [row for rows in found.values() for row in rows if row.status in LIVE and row.publish_at <= now] + missed
+    live = [row for rows in found.values() for row in rows if _went_or_goes(row) and row.publish_at <= now] + missed
     return max(live, key=lambda row: (row.publish_at, row.id), default=None)
