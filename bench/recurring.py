@@ -185,13 +185,19 @@ def minted_per_rule(app) -> list[int]:
         return list(counts.values())
 
 
+CUSTOM_PLANS = False  # --custom-plans: PostgreSQL plans every statement for its own values
+
+
 def make_app(url: str):
     from models.timing.clock import FrozenClock
     from webapp import create_app
 
     migrate(url)
-    return create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": SECRET, "TICKWORK_QUEUE_URL": "immediate",
-                       "TICKWORK_CLOCK": FrozenClock(T0)})
+    config = {"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": SECRET, "TICKWORK_QUEUE_URL": "immediate",
+              "TICKWORK_CLOCK": FrozenClock(T0)}
+    if CUSTOM_PLANS and url.startswith("postgresql"):
+        config["SQLALCHEMY_ENGINE_OPTIONS"] = {"connect_args": {"options": "-c plan_cache_mode=force_custom_plan"}}
+    return create_app(config)
 
 
 def compare(urls: dict[int, str], rules: int, label: str) -> list[dict]:
@@ -289,7 +295,20 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=1_000_000)
     parser.add_argument("--pg", default=None, help="PostgreSQL admin URL; also run there")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    parser.add_argument("--custom-plans", action="store_true",
+                        help="PostgreSQL only, plan_cache_mode=force_custom_plan (see docs/benchmarks.md); print only")
     args = parser.parse_args()
+    if args.custom_plans:
+        global CUSTOM_PLANS
+        CUSTOM_PLANS = True
+        names = {size: f"tickwork_bench_recurring_custom_{size}" for size in (0, args.history)}
+        try:
+            results = compare({size: pg_database(args.pg, names[size]) for size in names}, args.rules, "postgresql")
+            print("\n".join(report("PostgreSQL, custom plans", args.rules, results)))
+        finally:
+            for name in names.values():
+                drop_pg(args.pg, name)
+        return
     sizes = [0, args.history]
     lines = [
         f"`bench/recurring.py`: one full expander pass over {args.rules:,} active rules never expanded before (a third",
