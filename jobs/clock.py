@@ -10,6 +10,7 @@ clock-run row). Tests and other code call them directly::
 
 from jobs.tasks import current_dispatcher
 from models.posts.reconciler import run_reconciler
+from models.recurring.expander import run_expander
 from models.clock.tick import run_recovery, run_tick
 from models.accounts.idempotency import forget_expired
 from models.clock.runs import run_recorded
@@ -20,7 +21,7 @@ from models.core.runtime import runtime
 def tick_once(inline: bool | None = None) -> dict:
     """One scheduler tick: recover, sweep misfires, dispatch everything due (see models.ticks)."""
     rt = runtime()
-    return run_tick(clock=rt.clock, policy=rt.policy, dispatcher=current_dispatcher(inline))
+    return run_tick(clock=rt.clock, policy=rt.policy, dispatcher=current_dispatcher(inline), hooks=rt.hooks)
 
 
 def reconcile_once() -> dict:
@@ -44,3 +45,9 @@ def recover_once() -> dict:
     """Only dead-worker recovery (the tick runs it first anyway)."""
     rt = runtime()
     return run_recovery(clock=rt.clock, policy=rt.policy)
+
+
+def expand_once() -> dict:
+    """One expander pass: every active recurring rule's window materialized (see models.recurring.expander)."""
+    rt = runtime()
+    return run_expander(clock=rt.clock, policy=rt.policy, announce=rt.announce_due)

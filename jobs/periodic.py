@@ -38,6 +38,8 @@ CLOCK_JOBS: list[ClockJob] = [
              "Keep the queue in step with approved posts: insert, move and withdraw their rows."),
     ClockJob("forget-keys", EVERY_HOUR, clock.forget_keys_once,
              "Forget Idempotency-Key records older than the time keys are kept (24 hours by default)."),
+    ClockJob("expand", EVERY_HOUR, clock.expand_once,
+             "Materialize every active recurring rule's next 14 days of occurrences; catch up missed hours."),
 ]
 
 

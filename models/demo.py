@@ -11,6 +11,7 @@ from models.channels.operations import save_channel
 from models.core.database import write_session
 from models.core.moves import Actor
 from models.posts.operations import approve_post, create_post
+from models.recurring.operations import create_rule
 from models.timing.wall_time import to_local
 
 DEMO_WORKSPACE = "Demo Bakery"
@@ -45,6 +46,7 @@ def load_demo(runtime) -> str:
         _demo_actions(session, workspace.id, channels, now)
         _demo_posts(session, workspace.id, runtime.policy, now)
         _demo_due_soon(session, workspace.id, channels, now)
+        _demo_rules(session, workspace.id, runtime.policy, now)
     people = "\n".join(f"  {email:<22} {role}" for email, role in DEMO_PEOPLE)
     return (
         f"Demo workspace {DEMO_WORKSPACE!r} is ready.\n"
@@ -75,6 +77,21 @@ def _demo_due_soon(session, workspace_id, channels, now):
                         payload={"body": f"Your order is ready for pickup (reminder {minute})"},
                         publish_at=now + timedelta(minutes=minute), thing_id=f"pickup-{minute}")
         insert_action(session, workspace_id, new, now=now, actor=person, origin=Origin.PERSON, reason="created")
+
+
+def _demo_rules(session, workspace_id, policy, now):
+    """Two recurring rules: the Tuesday newsletter, and an SMS on the last Friday of every month."""
+    marketer = Actor(label="user:marketer@demo.test")
+    today = to_local(now, "America/New_York").date()
+    for fields in (
+        {"action_type": "send_email", "channel": "newsletter", "target_key": "subscribers@demo.test",
+         "payload": {"subject": "This week at the bakery ({{ occurrence.local_date }})"},
+         "rrule": "FREQ=WEEKLY;BYDAY=TU", "starts_local": f"{today.isoformat()}T09:00", "misfire": "skip"},
+        {"action_type": "send_sms", "channel": "sms-alerts", "target_key": "+15555550199",
+         "payload": {"body": "Month-end bake sale tonight from 17:30"},
+         "rrule": "FREQ=MONTHLY;BYDAY=-1FR", "starts_local": f"{today.isoformat()}T16:00", "misfire": "fire_once"},
+    ):
+        create_rule(session, workspace_id, fields, actor=marketer, now=now, policy=policy)
 
 
 def _demo_posts(session, workspace_id, policy, now):

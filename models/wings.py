@@ -13,15 +13,16 @@ from models.clock import tables as clock_tables  # noqa: F401
 from models.core.base import Base
 from models.core.hooks import Hooks
 from models.posts import hooks as posts_hooks, tables as posts_tables  # noqa: F401
+from models.recurring import hooks as recurring_hooks, tables as recurring_tables  # noqa: F401
 
-WINGS = (posts_hooks,)
+WINGS = (posts_hooks, recurring_hooks)
 
 __all__ = ["Base", "WINGS", "install_hooks"]
 
 
-def install_hooks() -> Hooks:
-    """A registry with every wing's parts on it."""
-    hooks = Hooks()
+def install_hooks(policy=None) -> Hooks:
+    """A registry with every wing's parts on it; ``policy`` is the app's, for the checks that need it."""
+    hooks = Hooks(policy=policy)
     for wing in WINGS:
         wing.register(hooks)
     return hooks

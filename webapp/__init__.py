@@ -51,12 +51,13 @@ def create_app(test_config: dict | None = None) -> Flask:
         configure_engine(db.engine)
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR))
     csrf.init_app(app)
+    policy = build_policy(app.config["TICKWORK_POLICY"])
     runtime.init_app(
         app,
         clock=app.config.get("TICKWORK_CLOCK") or SystemClock(),
-        policy=build_policy(app.config["TICKWORK_POLICY"]),
+        policy=policy,
         secret_box=SecretBox(app.config["SECRET_KEY"]),
-        hooks=wings.install_hooks(),
+        hooks=wings.install_hooks(policy),
     )
     jobs.init_app(app)
     auth.init_app(app)

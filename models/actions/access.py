@@ -3,7 +3,7 @@
 
 | change     | who may                                                                       |
 |------------|-------------------------------------------------------------------------------|
-| cancel     | ops and admins, any row; a marketer, the rows of posts and the rows they created |
+| cancel     | ops and admins, any row; a marketer, the rows of posts and the rows they created (a recurring rule's rows are its creator's) |
 | reschedule | ops and admins                                                                 |
 | retry      | admins                                                                         |
 

@@ -82,15 +82,19 @@ def insert_action(
     rescheduled_from_id: int | None = None,
     recurring_schedule_id: int | None = None,
     reason: str | None = None,
+    created_by_id: int | None = None,
 ) -> ScheduledAction:
     """Insert one queued row and its first event, in a savepoint so a refusal spoils nothing else.
+
+    The row is created by ``actor``'s user, or by ``created_by_id`` when given (a recurring
+    rule's rows are its creator's, whoever or whatever minted them).
 
     Raises :class:`DuplicateActiveAction` or :class:`PublishGuardViolation` when the database
     refuses the row.
     """
     row = ScheduledAction(
         workspace_id=workspace_id,
-        created_by_id=actor.user_id,
+        created_by_id=created_by_id if created_by_id is not None else actor.user_id,
         action_type=new.action_type,
         thing_id=new.thing_id,
         target_key=new.target_key,
@@ -209,7 +213,8 @@ def reschedule_action(
     try:
         return insert_action(
             session, workspace_id, replacement, now=now, actor=actor, origin=Origin.PERSON,
-            rescheduled_from_id=old.id, reason=f"rescheduled from #{old.id}",
+            rescheduled_from_id=old.id, recurring_schedule_id=old.recurring_schedule_id,
+            reason=f"rescheduled from #{old.id}",
         )
     except PublishGuardViolation:
         raise Conflict("this thing was already published to this target", code="already_published") from None

@@ -8,8 +8,9 @@ all with their channels, and each row then goes one of two ways::
          ask the pre-send checks the wings registered for its origin (models.core.hooks; a
          check that says stop cancels the row instead of claiming it, so nothing ever moves
          submitted → cancelled); fail it as missed_window if it is later than its action
-         type allows (re-read under the write lock); else claim it (queued → submitted,
-         attempt + 1, a fresh claim token). A claim refused for attempts → failed
+         type allows (re-read under the write lock; unless its wing's check decides
+         lateness itself, as a recurring rule's misfire policy does); else claim it
+         (queued → submitted, attempt + 1, a fresh claim token). A claim refused for attempts → failed
          attempts_exhausted; a claim the publish guard refuses (a legacy duplicate) →
          failed duplicate_of_published.
       2. no transaction: decrypt the channel secret and call the provider.
@@ -186,7 +187,7 @@ def _dispatch_one(row: ScheduledAction, channel: Channel, context: DispatchConte
     with write_session(context.engine) as session:
         now = context.clock.now()
         stopped = _stop_in(session, [row], context, now, actor)
-        claimed = stopped[row.id] if stopped else _claim_in(session, row, now, context.policy, actor)
+        claimed = stopped[row.id] if stopped else _claim_in(session, row, now, context.policy, actor, context.hooks)
     if isinstance(claimed, DispatchResult):
         return claimed
     result = send(claimed, channel, context)
@@ -223,10 +224,14 @@ def _stop_in(session, rows: list[ScheduledAction], context: DispatchContext, now
     return results
 
 
-def _claim_in(session, row: ScheduledAction, now: datetime, policy: Policy, actor: Actor) -> ScheduledAction | DispatchResult:
-    """In the caller's write transaction: miss ``row`` if it is late, else claim it; the claimed row, or why not."""
+def _claim_in(session, row: ScheduledAction, now: datetime, policy: Policy, actor: Actor,
+              hooks: Hooks | None = None) -> ScheduledAction | DispatchResult:
+    """In the caller's write transaction: miss ``row`` if it is late, else claim it; the claimed row, or why not.
+
+    A row whose wing decides lateness itself (``hooks.lateness_decided``) was judged by its pre-send check.
+    """
     action_id = row.id
-    if is_late(row, now, policy):
+    if (hooks is None or hooks.lateness_applies(row.origin)) and is_late(row, now, policy):
         # The look may be stale (another worker may have claimed and reverted the row,
         # or an admin retried it, moving its due time): decide on the row as it is now.
         row = session.get(ScheduledAction, action_id, populate_existing=True)
@@ -306,7 +311,8 @@ def deliver_locally(
             results.update((row.id, DispatchResult(row.id, DispatchOutcome.SKIPPED, "busy"))
                            for row, _ in rows if row.id not in mine)
             rows = [(row, channel) for row, channel in rows if row.id in mine]
-        on_time = [row.id for row, _ in rows if not is_late(row, now, policy)]
+        on_time = [row.id for row, _ in rows
+                   if not (context.hooks.lateness_applies(row.origin) and is_late(row, now, policy))]
         try:
             claimed = lifecycle.claim_many(session, on_time, now=now, actor=actor, max_attempts=policy.max_attempts)
         except PublishGuardViolation:
@@ -314,7 +320,7 @@ def deliver_locally(
         flipped = {action.id for action in claimed}
         for row, _ in rows:
             if row.id not in flipped:
-                one = _claim_in(session, row, now, policy, actor)
+                one = _claim_in(session, row, now, policy, actor, context.hooks)
                 if isinstance(one, DispatchResult):
                     results[row.id] = one
                 else:

@@ -7,7 +7,8 @@ One pass, in this order, each step in short transactions of its own:
    re-sent; an operator decides.
 2. **Misfire.** A queued row later than its action type allows (measured from
    ``next_attempt_at`` when set, else ``publish_at``) becomes ``failed``
-   (``missed_window``) without a send.
+   (``missed_window``) without a send. Rows whose wing decides lateness itself (a recurring
+   rule's misfire policy, ``Hooks.lateness_decided``) are left to its pre-send check.
 3. **Drain.** Due rows (``queued``, ``publish_at <= now``, ``next_attempt_at`` empty or
    past) in ``(publish_at, id)`` order, ``policy.tick_batch_size`` at a time, each batch
    handed to the dispatcher, until none is due or ``policy.tick_budget`` is spent (a
@@ -46,6 +47,7 @@ from models.core.keyset import after as keyset_after
 from models.clock.runs import run_recorded
 from models.core.database import read_session, write_session
 from models.clock.dispatch import DispatchContext, chunks, dispatch_actions, is_late, late_message
+from models.core.hooks import Hooks
 from models.core.moves import Actor
 from models.core.policy import Policy
 from models.timing.clock import Clock
@@ -115,16 +117,22 @@ def _late_clause(now: datetime, policy: Policy):
     return or_(*clauses)
 
 
-def sweep_misfires(*, now: datetime, policy: Policy, actor: Actor, engine: Engine | None = None) -> int:
-    """Fail every queued row later than its window (``missed_window``); returns how many."""
+def sweep_misfires(*, now: datetime, policy: Policy, actor: Actor, engine: Engine | None = None,
+                   exempt_origins: Iterable[str] = ()) -> int:
+    """Fail every queued row later than its window (``missed_window``); returns how many.
+
+    Rows of ``exempt_origins`` are left to their wing's pre-send check, which decides their lateness.
+    """
     missed = 0
     cursor = None
+    exempt = sorted(exempt_origins)
     while True:
         with read_session(engine) as session:
             candidates = list(session.scalars(
                 select(ScheduledAction)
                 .where(ScheduledAction.status == Status.QUEUED.value, ScheduledAction.publish_at <= now,
-                       _late_clause(now, policy), _after(cursor))
+                       _late_clause(now, policy), _after(cursor),
+                       *([ScheduledAction.origin.not_in(exempt)] if exempt else []))
                 .order_by(ScheduledAction.publish_at, ScheduledAction.id)
                 .limit(_SWEEP_BATCH)
             ))
@@ -185,11 +193,13 @@ def due_ahead(session, now: datetime, horizon: datetime) -> Iterable[tuple[int, 
     return [(row.id, max(row.publish_at, row.next_attempt_at or row.publish_at)) for row in rows]
 
 
-def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Dispatcher, engine: Engine | None = None) -> dict:
+def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Dispatcher, engine: Engine | None = None,
+              hooks: Hooks | None = None) -> dict:
     """The body of one tick (see the module docstring); returns its summary."""
     actor = Actor.job(TICK, clock_run_id)
     recovered = recover_lost_workers(now=clock.now(), policy=policy, actor=actor, engine=engine)
-    missed = sweep_misfires(now=clock.now(), policy=policy, actor=actor, engine=engine)
+    missed = sweep_misfires(now=clock.now(), policy=policy, actor=actor, engine=engine,
+                            exempt_origins=hooks.lateness_decided if hooks else ())
     started = time.monotonic()
     budget = policy.tick_budget.total_seconds()
     outcomes: Counter = Counter()
@@ -233,11 +243,16 @@ def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Di
     }
 
 
-def run_tick(*, clock: Clock, policy: Policy, dispatcher: Dispatcher, engine: Engine | None = None) -> dict:
-    """Run one tick now, recorded as a ``tick`` clock run; returns its summary (with ``clock_run_id``)."""
+def run_tick(*, clock: Clock, policy: Policy, dispatcher: Dispatcher, engine: Engine | None = None,
+             hooks: Hooks | None = None) -> dict:
+    """Run one tick now, recorded as a ``tick`` clock run; returns its summary (with ``clock_run_id``).
+
+    ``hooks`` tells the misfire sweep which origins' lateness their wing decides.
+    """
     return run_recorded(
         TICK,
-        lambda run_id: tick_pass(run_id, clock=clock, policy=policy, dispatcher=dispatcher, engine=engine),
+        lambda run_id: tick_pass(run_id, clock=clock, policy=policy, dispatcher=dispatcher, engine=engine,
+                                 hooks=hooks),
         clock=clock,
         engine=engine,
     )

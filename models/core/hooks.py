@@ -7,6 +7,7 @@ registered part in turn.
 | hook             | asked by                                   | the question                                        | posts register |
 |------------------|--------------------------------------------|-----------------------------------------------------|----------------|
 | pre-send checks  | the clock's dispatch, inside the claim's transaction, per origin | "may these rows go?" (a stop cancels the row, or fails it as missed, instead of claiming it) | a row whose post went back to draft |
+| lateness         | the tick's misfire sweep and the claim      | "does your check decide how late your rows may go?" (then the action type's window does not apply) | — |
 | gauges           | the health page and ``/metrics``           | "what numbers should an operator watch?"            | posts by status |
 | calendar sources | the calendar                               | "what else falls on these days?"                    | draft posts |
 | zone changes     | a workspace's change of time zone          | "move what follows the workspace's zone"            | approved posts, reconciled |
@@ -72,13 +73,25 @@ class Hooks:
     """Every registered part, by hook; one instance per app, built at start-up."""
 
     pre_send: dict[str, list[PreSendCheck]] = field(default_factory=dict)
+    # Origins whose pre-send check decides lateness itself (a recurring rule's misfire
+    # policy): the tick's misfire sweep and the claim's lateness test leave their rows to it.
+    lateness_decided: set[str] = field(default_factory=set)
     gauges: list[Gauge] = field(default_factory=list)
     calendar_sources: list[CalendarSource] = field(default_factory=list)
     zone_changes: dict[str, ZoneChange] = field(default_factory=dict)
+    # The app's policy (a models.core.policy.Policy), for checks that obey one of its windows.
+    policy: Any = None
 
-    def add_pre_send_check(self, origin: str, check: PreSendCheck) -> None:
-        """Ask ``check`` before any row of ``origin`` is claimed."""
+    def add_pre_send_check(self, origin: str, check: PreSendCheck, *, decides_lateness: bool = False) -> None:
+        """Ask ``check`` before any row of ``origin`` is claimed; with ``decides_lateness`` it alone
+        judges how late those rows may go."""
         self.pre_send.setdefault(origin, []).append(check)
+        if decides_lateness:
+            self.lateness_decided.add(origin)
+
+    def lateness_applies(self, origin: str) -> bool:
+        """Whether the action type's maximum lateness judges a row of ``origin`` (else its wing does)."""
+        return origin not in self.lateness_decided
 
     def add_gauge(self, gauge: Gauge) -> None:
         self.gauges.append(gauge)

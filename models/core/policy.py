@@ -47,6 +47,12 @@ class Policy:
     # Misfire: how late each action type may still go out; others use the default.
     max_lateness: dict = field(default_factory=lambda: dict(DEFAULT_MAX_LATENESS))
     default_max_lateness: timedelta = timedelta(hours=6)
+    # Recurring rules: how far ahead the expander materializes occurrences, how late an
+    # occurrence may be claimed before the rule's misfire policy (skip / fire once) decides
+    # instead, and the most occurrences a rule may have in any 24 hours.
+    recurring_window: timedelta = timedelta(days=14)
+    recurring_grace: timedelta = timedelta(minutes=5)
+    recurring_max_per_day: int = 24
 
     def __post_init__(self):
         if not (self.provider_timeout < self.task_timeout < self.recovery_timeout):
@@ -55,6 +61,8 @@ class Policy:
             raise ValueError("max_attempts and tick_batch_size are at least 1")
         if not 1 <= self.dispatch_chunk <= 1000:
             raise ValueError("dispatch_chunk is from 1 to 1000 rows")
+        if self.recurring_window <= timedelta(0) or self.recurring_max_per_day < 1:
+            raise ValueError("recurring_window is positive and recurring_max_per_day at least 1")
 
     def due_soon_horizon(self, now: datetime) -> datetime:
         """Rows due by this instant are handed to the queue at once, with an eta; the next tick takes later ones."""
