@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from huey import crontab
 
-from jobs import clock
+from jobs import clock, works
 from jobs.queue import huey, task_app
 
 
@@ -30,11 +30,20 @@ class ClockJob:
 
 EVERY_MINUTE = crontab(minute="*")
 
+
+def every_work_dispatch_interval(timestamp) -> bool:
+    """Every ``work_dispatch_interval`` minutes (the policy's; whole minutes dividing the hour), in UTC."""
+    minutes = int(task_app().extensions["tickwork"].policy.work_dispatch_interval.total_seconds() // 60)
+    return crontab(minute=f"*/{minutes}")(timestamp)
+
+
 CLOCK_JOBS: list[ClockJob] = [
     ClockJob("tick", EVERY_MINUTE, clock.tick_once,
              "Recover lost workers, fail misfires, dispatch every due action, hand off those due within the minute."),
     ClockJob("reconcile", EVERY_MINUTE, clock.reconcile_once,
              "Keep the queue in step with approved posts: insert, move and withdraw their rows."),
+    ClockJob("dispatch-works", every_work_dispatch_interval, works.dispatch_works_once,
+             "Recover stuck generations, then claim each due work schedule and hand its run to the works queue."),
 ]
 
 
