@@ -184,6 +184,7 @@ def run(work_id: int):
                          context=context)
         run_ids = [started.id for started in change.runs]
     context.hand_off(run_ids)
+    db.session.rollback()  # end the read snapshot taken before the write (the token's look)
     session = db.session
     work = get_work(session, caller.workspace.id, work_id)
     started = session.get(WorkRun, run_ids[0], populate_existing=True)
