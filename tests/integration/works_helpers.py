@@ -43,14 +43,18 @@ def set_plan(app, workspace_id: int, plan: str) -> None:
 class Dispatcher:
     """Runs dispatcher passes in the app; generations are collected, then run (or not) by the test."""
 
-    def __init__(self, app):
+    def __init__(self, app, **policy):
         self.app = app
         self.handed: list[int] = []
+        self.policy = policy
 
     def context(self):
-        from jobs.works import works_context
+        from dataclasses import replace
 
-        return works_context(hand_off=self.handed.extend)
+        from jobs.works import works_context
+        from models.core.runtime import runtime
+
+        return works_context(hand_off=self.handed.extend, policy=replace(runtime().policy, **self.policy))
 
     def pass_(self, *, run: bool = True) -> dict:
         """One recorded pass; with ``run`` every generation it handed over runs now, inline."""
@@ -79,6 +83,20 @@ class Dispatcher:
             token = session.get(WorkRun, run_id).token
             return record_outcome(session, token, succeeded=succeeded, error=error or "the pipeline said no",
                                   now=self.context().clock.now(), actor=Actor(label="test"), context=self.context())
+
+
+def run_now_held(dispatcher: "Dispatcher", world, work_id: int, role: str = "ops") -> int:
+    """Run Now through the domain, its generation held back (in ``dispatcher.handed``); returns the run id."""
+    from models.accounts.tables import Role
+    from models.works.operations import run_now
+
+    with dispatcher.app.app_context(), write_session() as session:
+        context = dispatcher.context()
+        change = run_now(session, world.workspace_id, work_id, actor=Actor(label="test"), role=Role(role),
+                         now=context.clock.now(), context=context)
+        run_id = change.runs[0].id
+    dispatcher.handed.append(run_id)
+    return run_id
 
 
 def schedule_row(app, work_id: int) -> WorkSchedule | None:
