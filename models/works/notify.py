@@ -67,6 +67,8 @@ def save_notification_settings(session: Session, workspace_id: int, *, channel: 
     channel = (channel or "").strip() or None
     recipient = (recipient or "").strip() or None
     found = None
+    if channel is not None and (len(channel) > 63 or "\x00" in channel):
+        raise InvalidInput("no such channel in this workspace", field="channel", code="unknown_channel")
     if channel is not None:
         found = session.scalar(select(Channel).where(Channel.workspace_id == workspace_id, Channel.name == channel))
         if found is None:

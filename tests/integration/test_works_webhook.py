@@ -60,7 +60,7 @@ def test_the_webhook_pipeline_posts_signed_waits_and_its_signed_callback_ends_th
 
     assert callback(client, token, {"status": "generated"}, None).status_code == 401
     forged = callback(client, token, {"status": "generated"}, "not the secret")
-    assert forged.status_code == 401 and forged.json["error"]["code"] == "unauthorized"
+    assert forged.status_code == 401 and forged.json["error"]["code"] == "bad_signature"
     assert callback(client, "f" * 32, {"status": "generated"}, hooked.secret).status_code == 404
     for bad, field in (({"status": "done"}, "status"), ({"status": "error", "error": 5}, "error"),
                        ({"status": "generated", "extra": 1}, "extra")):

@@ -197,7 +197,8 @@ def callback(token: str):
     """The webhook pipeline's callback: the signed result of one run (public; see webapp/public.py)."""
     given = request.headers.get(SIGNATURE_HEADER, "")
     if not given:
-        raise Unauthorized(f"send {SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 of the body with the work's secret>")
+        raise Unauthorized(f"send {SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 of the body with the work's secret>",
+                           code="bad_signature")
     context = works_context()
     run = run_by_token(db.session, token[:64], lock=False)
     if run is None:
@@ -209,7 +210,7 @@ def callback(token: str):
     except SecretUnreadable:
         secret = None
     if secret is None or not hmac.compare_digest(given, signature(secret, raw)):
-        raise Unauthorized("the signature does not match this body and the work's secret")
+        raise Unauthorized("the signature does not match this body and the work's secret", code="bad_signature")
     body = json_body()
     _check_fields(body, {"status", "error"})
     status = body.get("status")
