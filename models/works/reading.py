@@ -54,9 +54,9 @@ def workspace_of(session: Session, workspace_id: int) -> Workspace:
 
 
 def upcoming_slots(schedule: WorkSchedule, zone: str, now: datetime, *, limit: int = 5) -> list[datetime]:
-    """The schedule's next few grid slots after now (none when the zone is broken)."""
+    """The grid slots that follow the schedule's next run (or now), a few of them; none when the zone is broken."""
     try:
-        start = next_slot(grid_of(schedule), now, zone)
+        start = next_slot(grid_of(schedule), max(now, schedule.next_run_at or now), zone)
         return slots_between(grid_of(schedule), start, datetime.max.replace(tzinfo=start.tzinfo), zone, limit=limit)
     except (InvalidTimezone, OverflowError):
         return []
