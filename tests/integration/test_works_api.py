@@ -121,6 +121,9 @@ def test_delete_cancels_keeps_the_row_and_its_runs_and_a_later_put_enable_reacti
     assert schedule_row(app, work_id).status == "canceled" and len(runs(app, work_id)) == 1
     refused = put_schedule(client, world, work_id, enable=False)
     assert refused.status_code == 409 and refused.json["error"]["field"] == "enable"
+    ran = client.post(f"/api/works/{work_id}/schedule/run", headers=world.auth("ops"))
+    assert (ran.status_code, ran.json["run"]["kind"], ran.json["run"]["billing_mode"]) == (202, "manual", "usage")
+    assert [row.kind for row in usage_rows(app, work_id)] == ["manual"]  # a canceled schedule's run is billed by use
     assert put_schedule(client, world, work_id, enable=True).json["status"] == "active"
 
 
