@@ -14,7 +14,7 @@ from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput
 from models.timing.cadence import Cadence
 from models.works.access import may_edit_works
-from models.works.operations import UNSET, create_work, delete_work, put_schedule, run_now
+from models.works.operations import create_work, delete_work, put_schedule, run_now
 from models.works.plugins import installed_plugins, usable_by_capability
 from models.works.reading import get_work, list_works, runs_of, schedule_of, upcoming_slots, usage_by_month
 from models.works.tables import MAX_FAILURES_BEFORE_PAUSE, PROVIDER_CAPABILITIES, BillingMode
