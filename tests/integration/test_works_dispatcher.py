@@ -296,6 +296,9 @@ def test_fr9_ac5_auto_pause_kicks_in_after_max_failure_before_pause_consecutive_
     assert notification.kind == "work_auto_paused" and "the source site is down" in notification.body
     assert (send.thing_id, send.target_key, send.status, send.publish_at) == (
         f"notification:{notification.id}", "ops@acme.test", "queued", clock.now())
+    moved = client.post(f"/api/v1/actions/{send.id}/reschedule", headers=world.auth("ops"),
+                        json={"publish_at": "2026-06-02T09:00:00Z"})
+    assert moved.status_code == 409 and moved.json["error"]["code"] == "follows_notification"
     tick(app)
     tick(app)
     assert count(app, ScheduledAction, ScheduledAction.status == "published") == 1
