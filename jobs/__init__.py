@@ -8,13 +8,13 @@ Importing this package imports every task module, so a consumer sees them all.
 
 - The clock jobs and their cadences: :mod:`jobs.periodic`.
 - One pass of a job now (tests, the CLI): :func:`jobs.clock.tick_once`.
-- The dispatch task: :mod:`jobs.tasks`.
+- The dispatch task: :mod:`jobs.tasks`; the work generation task: :mod:`jobs.works`.
 """
 
 from flask import Flask
 
-from jobs import periodic, tasks
-from jobs.queue import bind_app, huey
+from jobs import periodic, tasks, works
+from jobs.queue import bind_app, configure_queues, huey
 
 __all__ = ["huey", "init_app"]
 
@@ -23,7 +23,7 @@ def init_app(app: Flask) -> None:
     from models.core.errors import ConfigurationError
 
     try:
-        huey.configure(app.config["TICKWORK_QUEUE_URL"])
+        configure_queues(app.config["TICKWORK_QUEUE_URL"])
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
     bind_app(app)
@@ -31,3 +31,4 @@ def init_app(app: Flask) -> None:
     hooks = app.extensions["tickwork"].on_due_soon
     if tasks.announce_due_soon not in hooks:
         hooks.append(tasks.announce_due_soon)
+    works.init_app(app)

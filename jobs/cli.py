@@ -7,7 +7,7 @@ from flask import Flask
 from flask.cli import with_appcontext
 
 from jobs.periodic import CLOCK_JOBS, ClockJob
-from jobs.queue import huey
+from jobs.queue import QUEUES, huey
 
 
 def _clock_job_command(job: ClockJob) -> click.Command:
@@ -33,9 +33,12 @@ def recover_command():
 @click.option("--workers", default=4, show_default=True, help="worker threads")
 @click.option("--no-periodic", is_flag=True, help="do not enqueue the clock jobs from this consumer")
 @click.option("--name", default=None, help="heartbeat name (default host:pid)")
+@click.option("--queue", type=click.Choice(sorted(QUEUES)), default="default", show_default=True,
+              help="default: the clock jobs and the sends; works: work generations")
 @with_appcontext
-def consumer_command(workers, no_periodic, name):
-    """Run a queue consumer: dispatch tasks and (unless --no-periodic) the clock jobs."""
+def consumer_command(workers, no_periodic, name, queue):
+    """Run a queue consumer: dispatch tasks and (unless --no-periodic) the clock jobs; or, with --queue works,
+    work generations."""
     from flask import current_app
 
     from jobs.consumer import run_consumer
@@ -43,7 +46,7 @@ def consumer_command(workers, no_periodic, name):
     if huey.immediate:
         raise click.ClickException("TICKWORK_QUEUE_URL=immediate runs tasks inline; a consumer needs a queue "
                                    "(sqlite:///..., postgresql://... or redis://...)")
-    run_consumer(current_app._get_current_object(), workers=workers, periodic=not no_periodic, name=name)
+    run_consumer(current_app._get_current_object(), workers=workers, periodic=not no_periodic, name=name, queue=queue)
 
 
 @click.command("serve")
@@ -53,16 +56,30 @@ def consumer_command(workers, no_periodic, name):
 @click.option("--consumer-workers", default=4, show_default=True, help="consumer worker threads")
 @click.option("--consumers", default=1, show_default=True, type=click.IntRange(min=1),
               help="consumer processes (one per core drains fastest)")
-def serve_command(host, port, web_workers, consumer_workers, consumers):
-    """Run Tickwork on one box: a web process and a consumer process, restarted if they die."""
+@click.option("--works-workers", default=1, show_default=True, type=click.IntRange(min=1),
+              help="worker threads of the works queue's consumer (work generations)")
+def serve_command(host, port, web_workers, consumer_workers, consumers, works_workers):
+    """Run Tickwork on one box: a web process, a consumer and a works consumer, restarted if they die."""
     from jobs.serve import Supervisor
 
     raise SystemExit(Supervisor.for_single_box(host=host, port=port, web_workers=web_workers,
-                                               consumer_workers=consumer_workers, consumers=consumers).run())
+                                               consumer_workers=consumer_workers, consumers=consumers,
+                                               works_workers=works_workers).run())
+
+
+@click.command("plugins")
+@with_appcontext
+def plugins_command():
+    """List the plugin registry: the built-in pipelines and every plugin installed through an entry point."""
+    from models.works.plugins import installed_plugins
+
+    for plugin in installed_plugins().values():
+        state = f"BROKEN: {plugin.error}" if plugin.error else plugin.description
+        click.echo(f"{plugin.id:<24} {plugin.capability or '-':<17} {plugin.source:<24} {state}")
 
 
 def init_app(app: Flask) -> None:
     for job in CLOCK_JOBS:
         app.cli.add_command(_clock_job_command(job))
-    for command in (recover_command, consumer_command, serve_command):
+    for command in (recover_command, consumer_command, serve_command, plugins_command):
         app.cli.add_command(command)

@@ -1,4 +1,8 @@
-"""``tickwork consumer``: a Huey consumer in the main thread, with a heartbeat beside it."""
+"""``tickwork consumer``: a Huey consumer in the main thread, with a heartbeat beside it.
+
+``--queue works`` consumes the ``works`` queue (work generations) instead of the default one
+(the clock jobs and the sends); its heartbeat is named ``host:pid:works``.
+"""
 
 import logging
 import os
@@ -8,7 +12,7 @@ import threading
 from flask import Flask
 from huey.storage import SqliteStorage
 
-from jobs.queue import huey
+from jobs.queue import QUEUES, huey
 from models.clock import heartbeats
 from models.core.runtime import runtime
 
@@ -21,8 +25,8 @@ SQLITE_POLLING = {"initial_delay": 0.05, "backoff": 1.1, "max_delay": 0.2}
 BLOCKING_POLLING = {"initial_delay": 0.1, "backoff": 1.15, "max_delay": 1.0}
 
 
-def consumer_options(workers: int, periodic: bool) -> dict:
-    polling = SQLITE_POLLING if isinstance(huey.storage, SqliteStorage) else BLOCKING_POLLING
+def consumer_options(workers: int, periodic: bool, queue=huey) -> dict:
+    polling = SQLITE_POLLING if isinstance(queue.storage, SqliteStorage) else BLOCKING_POLLING
     return dict(workers=workers, periodic=periodic, worker_type="thread", scheduler_interval=1,
                 check_worker_health=True, health_check_interval=5, **polling)
 
@@ -58,14 +62,16 @@ class Heartbeat(threading.Thread):
             heartbeats.forget(self.consumer_name)
 
 
-def run_consumer(app: Flask, *, workers: int = 4, periodic: bool = True, name: str | None = None) -> None:
+def run_consumer(app: Flask, *, workers: int = 4, periodic: bool = True, name: str | None = None,
+                 queue: str = "default") -> None:
     """Run until SIGINT / SIGTERM (graceful: running tasks finish)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    name = name or f"{socket.gethostname()}:{os.getpid()}"
+    name = name or f"{socket.gethostname()}:{os.getpid()}" + ("" if queue == "default" else f":{queue}")
     heartbeat = Heartbeat(app, name)
     heartbeat.beat()
     heartbeat.start()
-    consumer = huey.create_consumer(**consumer_options(workers, periodic))
+    consumed = QUEUES[queue]
+    consumer = consumed.create_consumer(**consumer_options(workers, periodic and queue == "default", consumed))
     try:
         consumer.run()
     finally:

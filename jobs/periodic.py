@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from huey import crontab
 
-from jobs import clock
+from jobs import clock, works
 from jobs.queue import huey, task_app
 
 
@@ -31,6 +31,13 @@ class ClockJob:
 EVERY_MINUTE = crontab(minute="*")
 EVERY_HOUR = crontab(minute="7")  # "daily" work runs hourly: a redeploy cannot skip it for a day
 
+
+def every_work_dispatch_interval(timestamp) -> bool:
+    """Every ``work_dispatch_interval`` minutes (the policy's; whole minutes dividing the hour), in UTC."""
+    minutes = int(task_app().extensions["tickwork"].policy.work_dispatch_interval.total_seconds() // 60)
+    return crontab(minute=f"*/{minutes}")(timestamp)
+
+
 CLOCK_JOBS: list[ClockJob] = [
     ClockJob("tick", EVERY_MINUTE, clock.tick_once,
              "Recover lost workers, fail misfires, dispatch every due action, hand off those due within the minute."),
@@ -40,6 +47,8 @@ CLOCK_JOBS: list[ClockJob] = [
              "Forget Idempotency-Key records older than the time keys are kept (24 hours by default)."),
     ClockJob("expand", EVERY_HOUR, clock.expand_once,
              "Materialize every active recurring rule's next 14 days of occurrences; catch up missed hours."),
+    ClockJob("dispatch-works", every_work_dispatch_interval, works.dispatch_works_once,
+             "Recover stuck generations, then claim each due work schedule and hand its run to the works queue."),
 ]
 
 

@@ -1,4 +1,9 @@
-"""The one Huey instance, its storage chosen from ``TICKWORK_QUEUE_URL``.
+"""The Huey instances, their storage chosen from ``TICKWORK_QUEUE_URL``, built in this one place.
+
+``huey`` carries the clock jobs and the dispatch tasks (sends); ``works_huey`` is a second
+queue, ``works``, in the same storage, for work generations, which may run for minutes:
+they have consumers of their own (``tickwork consumer --queue works``), so a long
+generation never holds up a send.
 
 | ``TICKWORK_QUEUE_URL``        | storage                                              |
 |-------------------------------|------------------------------------------------------|
@@ -121,6 +126,14 @@ class TickworkHuey(Huey):
 
 
 huey = TickworkHuey()
+works_huey = TickworkHuey("tickwork-works")
+QUEUES = {"default": huey, "works": works_huey}
+
+
+def configure_queues(queue_url: str) -> None:
+    """Point every queue at ``queue_url`` (each keeps its own name inside the storage)."""
+    for queue in QUEUES.values():
+        queue.configure(queue_url)
 
 _bound = {"app": None}
 

@@ -1,4 +1,5 @@
-"""``tickwork serve``: one box: a web process and a consumer process (or one per core).
+"""``tickwork serve``: one box: a web process, a consumer process (or one per core), and a consumer
+of the ``works`` queue (work generations, one worker by default).
 
 A Huey consumer installs signal handlers, which only the main thread of a process may
 do, so the consumer is a child process, not a thread. The supervisor restarts a child
@@ -44,9 +45,10 @@ class Supervisor:
 
     @classmethod
     def for_single_box(cls, *, host: str, port: int, web_workers: int = 2, consumer_workers: int = 4,
-                       consumers: int = 1) -> "Supervisor":
-        """A web child and ``consumers`` consumer children; only the first enqueues the clock jobs
-        (any may, safely; one is enough on one box)."""
+                       consumers: int = 1, works_workers: int = 1) -> "Supervisor":
+        """A web child, ``consumers`` consumer children (only the first enqueues the clock jobs; any
+        may, safely; one is enough on one box) and a consumer of the ``works`` queue, so a long
+        work generation never holds up a send."""
         if consumers < 1:
             raise ValueError("serve needs at least one consumer")
         python = sys.executable
@@ -55,6 +57,8 @@ class Supervisor:
         consumer = [python, "-m", "flask", "--app", APP, "consumer", "--workers", str(consumer_workers)]
         children = [Child("web", web), Child("consumer", consumer)]
         children += [Child(f"consumer-{n}", [*consumer, "--no-periodic"]) for n in range(2, consumers + 1)]
+        children.append(Child("works-consumer", [python, "-m", "flask", "--app", APP, "consumer", "--queue", "works",
+                                                 "--workers", str(works_workers), "--no-periodic"]))
         return cls(children)
 
     def _on_signal(self, signum, _frame):

@@ -64,6 +64,24 @@ def workspace_set_timezone(name, zone):
     click.echo(json.dumps(moved, sort_keys=True))
 
 
+@workspace_cli.command("set-plan")
+@click.argument("name")
+@click.argument("plan")
+@with_appcontext
+def workspace_set_plan(name, plan):
+    """Change a workspace's plan; subscription schedules it no longer allows are paused (and notified)."""
+    from jobs.works import works_context
+    from models.works.operations import change_workspace_plan
+
+    context = works_context()
+    with _refusals_as_one_line(), write_session() as session:
+        workspace = find_workspace(session, name)
+        changed = change_workspace_plan(session, workspace.id, plan, now=context.clock.now(),
+                                        actor=Actor(label="cli:set-plan"), context=context)
+    context.announce(changed.pop("actions"))
+    click.echo(json.dumps(changed, sort_keys=True))
+
+
 @click.group("user")
 def user_cli():
     """Manage people."""

@@ -41,6 +41,8 @@ def default_settings(instance_path: str) -> dict:
         "TICKWORK_QUEUE_URL": os.environ.get("TICKWORK_QUEUE_URL") or _default_queue_url(instance),
         "SECRET_KEY": None,  # filled after the test mapping, so tests never touch the instance folder
         "TICKWORK_POLICY": _policy_overrides(os.environ.get("TICKWORK_POLICY_JSON") or "{}"),
+        "TICKWORK_BASE_URL": os.environ.get("TICKWORK_BASE_URL") or None,
+        "TICKWORK_PLANS_JSON": os.environ.get("TICKWORK_PLANS_JSON") or None,
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "SESSION_COOKIE_SECURE": os.environ.get("TICKWORK_COOKIE_SECURE", "0") == "1",

@@ -17,6 +17,8 @@ PUBLIC_ROUTES: dict[str, str] = {
     "health.healthz": "nothing to prove: numbers about the clock, never a workspace's content",
     "health.metrics": "nothing to prove: numbers about the clock, never a workspace's content",
     "api_openapi.openapi": "nothing to prove: the API's description, never a workspace's content",
+    "api_work_schedules.callback": "the X-Tickwork-Signature header: HMAC-SHA256 of the body with the work's own "
+                                   "secret, for the run whose token is in the URL",
 }
 
 

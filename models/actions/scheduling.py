@@ -194,6 +194,9 @@ def reschedule_action(
             code="follows_post",
             post_id=old.thing_id,
         )
+    if old.origin == Origin.SYSTEM.value:
+        raise Conflict(f"action #{action_id} sends notification {old.thing_id}; it is cancelled or retried, "
+                       "never moved", code="follows_notification")
     check_publish_at(publish_at, now, policy)
     outcome = lifecycle.cancel(
         session, action_id, kind=CancelKind.RESCHEDULED, now=now, actor=actor, workspace_id=workspace_id,

@@ -53,6 +53,17 @@ class Policy:
     recurring_window: timedelta = timedelta(days=14)
     recurring_grace: timedelta = timedelta(minutes=5)
     recurring_max_per_day: int = 24
+    # Work schedules (models/works): the dispatcher runs every work_dispatch_interval (whole
+    # minutes dividing the hour) and takes at most work_max_batch due schedules a pass. A
+    # generation's timeouts are ordered like a send's: the pipeline's own wait < the Huey
+    # task < work_stuck_timeout, after which a generating work is a zombie and recovered.
+    work_dispatch_interval: timedelta = timedelta(minutes=1)
+    work_max_batch: int = 100
+    work_pipeline_timeout: timedelta = timedelta(minutes=30)
+    work_task_timeout: timedelta = timedelta(minutes=45)
+    work_stuck_timeout: timedelta = timedelta(minutes=60)
+    # A due schedule whose work is still generating is tried again this much later (no failure counted).
+    work_busy_retry: timedelta = timedelta(minutes=15)
 
     def __post_init__(self):
         if not (self.provider_timeout < self.task_timeout < self.recovery_timeout):
@@ -63,6 +74,15 @@ class Policy:
             raise ValueError("dispatch_chunk is from 1 to 1000 rows")
         if self.recurring_window <= timedelta(0) or self.recurring_max_per_day < 1:
             raise ValueError("recurring_window is positive and recurring_max_per_day at least 1")
+        if not (self.work_pipeline_timeout < self.work_task_timeout < self.work_stuck_timeout):
+            raise ValueError("work timeouts must be ordered: work_pipeline_timeout < work_task_timeout "
+                             "< work_stuck_timeout")
+        minutes, rest = divmod(self.work_dispatch_interval.total_seconds(), 60)
+        if rest or not 1 <= minutes <= 60 or 60 % minutes:
+            raise ValueError("work_dispatch_interval is whole minutes dividing the hour (60, 120, 180, 300, ... "
+                             "3600 seconds)")
+        if not 1 <= self.work_max_batch <= 10_000:
+            raise ValueError("work_max_batch is from 1 to 10000 schedules")
 
     def due_soon_horizon(self, now: datetime) -> datetime:
         """Rows due by this instant are handed to the queue at once, with an eta; the next tick takes later ones."""

@@ -108,6 +108,7 @@ def test_a_zone_change_moves_queued_rows_keeps_sent_ones_and_a_preview_changes_n
         kwargs = dict(hooks=rt.hooks, now=rt.now(), actor=Actor(label="test"), policy=rt.policy)
         with write_session() as session:
             preview = preview_zone_change(session, world.workspace_id, "Europe/London", **kwargs)
+        # Other wings report their own parts beside the posts'.
         assert {key: preview[key] for key in ("from", "to", "posts")} == {
             "from": "America/New_York", "to": "Europe/London", "posts": {"posts_moved": 1, "posts_inserted": 0}}
         assert [row.id for row in _rows(app, waiting)] == [before.id]  # nothing moved

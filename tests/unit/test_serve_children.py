@@ -1,18 +1,20 @@
-"""``tickwork serve``'s children: one web process and one consumer per ``--consumers``."""
+"""``tickwork serve``'s children: one web process, one consumer per ``--consumers``, one works consumer."""
 
 import pytest
 
 from jobs.serve import Supervisor
 
 
-def test_serve_starts_a_web_child_and_one_consumer_by_default():
-    names = [child.name for child in Supervisor.for_single_box(host="127.0.0.1", port=5000).children]
-    assert names == ["web", "consumer"]
+def test_serve_starts_a_web_child_one_consumer_and_a_works_consumer_with_one_worker_by_default():
+    children = Supervisor.for_single_box(host="127.0.0.1", port=5000).children
+    assert [child.name for child in children] == ["web", "consumer", "works-consumer"]
+    works = children[-1].argv
+    assert works[works.index("--queue") + 1] == "works" and works[works.index("--workers") + 1] == "1"
 
 
 def test_extra_consumers_drain_but_leave_the_clock_jobs_to_the_first():
     children = Supervisor.for_single_box(host="127.0.0.1", port=5000, consumers=3).children
-    assert [child.name for child in children] == ["web", "consumer", "consumer-2", "consumer-3"]
+    assert [child.name for child in children] == ["web", "consumer", "consumer-2", "consumer-3", "works-consumer"]
     assert "--no-periodic" not in children[1].argv
     assert all(child.argv[-1] == "--no-periodic" and "consumer" in child.argv for child in children[2:])
 
