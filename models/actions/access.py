@@ -3,7 +3,7 @@
 
 | change     | who may                                                                       |
 |------------|-------------------------------------------------------------------------------|
-| cancel     | ops and admins, any row; a marketer, the rows of posts and the rows they created |
+| cancel     | ops and admins, any row; a marketer, the rows of posts and the rows they created themselves (origin ``person``) |
 | reschedule | ops and admins                                                                 |
 | retry      | admins                                                                         |
 
@@ -18,9 +18,13 @@ from models.core.errors import Forbidden
 
 
 def may_cancel(role: Role, user_id: int | None, row: ScheduledAction) -> bool:
-    """Ops cancel any row; a marketer cancels a post's rows and the rows they created themselves."""
+    """Ops cancel any row; a marketer cancels a post's rows and the rows they created themselves.
+
+    A row a wing minted while a marketer acted (a drip send minted as they enrolled someone)
+    is the wing's, not theirs: only ``person`` rows count as created by someone.
+    """
     return role.allows(Role.OPS) or row.origin == Origin.RECONCILER.value or (
-        user_id is not None and row.created_by_id == user_id)
+        user_id is not None and row.origin == Origin.PERSON.value and row.created_by_id == user_id)
 
 
 def may_reschedule(role: Role) -> bool:

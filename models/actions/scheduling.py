@@ -2,7 +2,9 @@
 
 These are the operations both shells call (the JSON API, the dashboard, the CLI). Status
 changes go through :mod:`models.lifecycle`; this module decides which move to ask for and
-turns refusals into :mod:`models.errors`.
+turns refusals into :mod:`models.errors`. A wing that mints rows may refuse a person's
+reschedule or retry of them through a change rule (:mod:`models.core.hooks`), which the
+shells pass in as ``hooks``.
 """
 
 import json
@@ -19,6 +21,7 @@ from models.actions.reading import get_action
 from models.actions.tables import ACTIVE_STATUSES, ActionEvent, CancelKind, Origin, ScheduledAction, Status
 from models.channels.tables import Channel
 from models.core.errors import Conflict, InvalidInput, NotFound, TooLarge
+from models.core.hooks import Hooks
 from models.actions.guard import (
     DuplicateActiveAction,
     DuplicateIdempotencyKey,
@@ -190,9 +193,16 @@ def cancel_action(session: Session, workspace_id: int, action_id: int, *, now: d
     raise _refusal_error(outcome, action_id, "cancel")
 
 
+def _refuse_by_rule(hooks: Hooks | None, session: Session, row: ScheduledAction, change: str) -> None:
+    """Raise the refusal of the change rule the row's origin registered, if it has one and it says no."""
+    refused = hooks.refusal(session, row, change) if hooks is not None else None
+    if refused is not None:
+        raise refused
+
+
 def reschedule_action(
     session: Session, workspace_id: int, action_id: int, publish_at: datetime, *, now: datetime, policy: Policy,
-    actor: Actor, role: Role,
+    actor: Actor, role: Role, hooks: Hooks | None = None,
 ) -> ScheduledAction:
     """Cancel ``action_id`` (kind ``rescheduled``) and insert its replacement, in one transaction.
 
@@ -207,6 +217,7 @@ def reschedule_action(
             code="follows_post",
             post_id=old.thing_id,
         )
+    _refuse_by_rule(hooks, session, old, "reschedule")
     check_publish_at(publish_at, now, policy)
     outcome = lifecycle.cancel(
         session, action_id, kind=CancelKind.RESCHEDULED, now=now, actor=actor, workspace_id=workspace_id,
@@ -233,10 +244,13 @@ def reschedule_action(
 
 
 def retry_action(
-    session: Session, workspace_id: int, action_id: int, *, now: datetime, policy: Policy, actor: Actor, role: Role
+    session: Session, workspace_id: int, action_id: int, *, now: datetime, policy: Policy, actor: Actor, role: Role,
+    hooks: Hooks | None = None,
 ) -> ScheduledAction:
     """An admin's retry of a failed row: the same row, queued and due now."""
     access.check_may_retry(role)
+    if hooks is not None and hooks.change_rules:
+        _refuse_by_rule(hooks, session, get_action(session, workspace_id, action_id), "retry")
     try:
         outcome = lifecycle.retry(
             session, action_id, now=now, actor=actor, workspace_id=workspace_id, max_attempts=policy.max_attempts
