@@ -43,6 +43,8 @@ class Policy:
     # Misfire: how late each action type may still go out; others use the default.
     max_lateness: dict = field(default_factory=lambda: dict(DEFAULT_MAX_LATENESS))
     default_max_lateness: timedelta = timedelta(hours=6)
+    # A CSV import's dry run is kept this long for its commit (the brief's "CSV imports").
+    import_keep: timedelta = timedelta(hours=1)
 
     def __post_init__(self):
         if not (self.provider_timeout < self.task_timeout < self.recovery_timeout):
