@@ -8,7 +8,10 @@ clock-run row). Tests and other code call them directly::
         summary = tick_once(inline=True)    # inline whatever the queue
 """
 
+from flask import current_app
+
 from jobs.tasks import current_dispatcher
+from models.drips.advance import run_drip_advance
 from models.posts.reconciler import run_reconciler
 from models.clock.tick import run_recovery, run_tick
 from models.core.runtime import runtime
@@ -30,3 +33,10 @@ def recover_once() -> dict:
     """Only dead-worker recovery (the tick runs it first anyway)."""
     rt = runtime()
     return run_recovery(clock=rt.clock, policy=rt.policy)
+
+
+def drip_advance_once() -> dict:
+    """One drip-advance pass: settle ended sends, re-mint held ones, mint every step due (see models.drips.advance)."""
+    rt = runtime()
+    return run_drip_advance(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box,
+                            base_url=current_app.config.get("TICKWORK_BASE_URL"), announce=rt.announce_due)

@@ -35,6 +35,8 @@ CLOCK_JOBS: list[ClockJob] = [
              "Recover lost workers, fail misfires, dispatch every due action, hand off those due within the minute."),
     ClockJob("reconcile", EVERY_MINUTE, clock.reconcile_once,
              "Keep the queue in step with approved posts: insert, move and withdraw their rows."),
+    ClockJob("drip-advance", EVERY_MINUTE, clock.drip_advance_once,
+             "Advance drip enrollments: settle ended sends, re-mint held ones, mint every step due within the minute."),
 ]
 
 

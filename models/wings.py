@@ -12,9 +12,11 @@ from models.channels import outbox, tables as channels_tables  # noqa: F401
 from models.clock import tables as clock_tables  # noqa: F401
 from models.core.base import Base
 from models.core.hooks import Hooks
+from models.drips import hooks as drips_hooks, tables as drips_tables  # noqa: F401
+from models.imports import tables as imports_tables  # noqa: F401
 from models.posts import hooks as posts_hooks, tables as posts_tables  # noqa: F401
 
-WINGS = (posts_hooks,)
+WINGS = (posts_hooks, drips_hooks)
 
 __all__ = ["Base", "WINGS", "install_hooks"]
 
