@@ -35,7 +35,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     from models.core import runtime
     from models.core.database import configure_engine, db
     from models.core.secrets_box import SecretBox
-    from webapp import api, auth, cli, errors, pages, public
+    from webapp import api, auth, cli, errors, pages, public, uploads
     from webapp.extensions import csrf, migrate
 
     db.init_app(app)
@@ -43,6 +43,7 @@ def create_app(test_config: dict | None = None) -> Flask:
         configure_engine(db.engine)
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR))
     csrf.init_app(app)
+    uploads.init_app(app)
     runtime.init_app(
         app,
         clock=app.config.get("TICKWORK_CLOCK") or SystemClock(),

@@ -16,6 +16,10 @@ from webapp.extensions import csrf
 PUBLIC_ROUTES: dict[str, str] = {
     "health.healthz": "nothing to prove: numbers about the clock, never a workspace's content",
     "health.metrics": "nothing to prove: numbers about the clock, never a workspace's content",
+    "drip_public.unsubscribe_page": "a contact's unsubscribe token, signed for its workspace; shows a button, changes nothing",
+    "drip_public.unsubscribe": "a contact's unsubscribe token, signed for its workspace (RFC 8058 one-click)",
+    "drip_public.postmark_bounce": "an HMAC of the channel's id made with the postmark channel's secret, in the URL",
+    "drip_public.twilio_inbound": "X-Twilio-Signature: HMAC-SHA1 of the URL and parameters with the channel's auth token",
 }
 
 
