@@ -223,6 +223,15 @@ def activate_campaign(session: Session, workspace_id: int, campaign_id: int, *, 
     return DripChange(campaign)
 
 
+def resume_campaign(session: Session, workspace_id: int, campaign_id: int, *, base_url: str | None, actor: Actor,
+                    now: datetime) -> DripChange:
+    """paused → active: its held sends get a new attempt (by the follow-up). Resuming an active campaign changes nothing."""
+    campaign = get_campaign(session, workspace_id, campaign_id, lock=True)
+    if campaign.status not in (CampaignStatus.PAUSED.value, CampaignStatus.ACTIVE.value):
+        raise _conflict_state("campaign", campaign.id, campaign.status, "only a paused campaign can be resumed")
+    return activate_campaign(session, workspace_id, campaign_id, base_url=base_url, actor=actor, now=now)
+
+
 def pause_campaign(session: Session, workspace_id: int, campaign_id: int, *, actor: Actor,
                    now: datetime) -> DripChange:
     """active → paused: nothing is minted any more, and its queued attempts are cancelled (by the follow-up)."""
@@ -260,11 +269,16 @@ def plan_first_step(session: Session, campaign: Campaign, steps: list[Step], con
                      zone_note=zone_note)
 
 
-def check_enrollable(campaign: Campaign, contact: Contact) -> None:
-    """Refuse (409) a campaign that takes no enrollments, or a contact who may not be sent to."""
+def check_takes_enrollments(campaign: Campaign) -> None:
+    """Refuse (409) a campaign that is not active or paused: a draft is activated first, an archive is over."""
     if campaign.status not in (CampaignStatus.ACTIVE.value, CampaignStatus.PAUSED.value):
         what = "activate it first" if campaign.status == CampaignStatus.DRAFT.value else "it takes no enrollments"
         raise _conflict_state("campaign", campaign.id, campaign.status, what)
+
+
+def check_enrollable(campaign: Campaign, contact: Contact) -> None:
+    """Refuse (409) a campaign that takes no enrollments, or a contact who may not be sent to."""
+    check_takes_enrollments(campaign)
     if contact.status != ContactStatus.SUBSCRIBED.value:
         raise Conflict(f"contact #{contact.id} is {contact.status}; they are never sent to again",
                        code=contact.status, field="contact_id")
