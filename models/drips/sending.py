@@ -45,7 +45,7 @@ from models.core.moves import Actor
 from models.core.policy import Policy
 from models.core.secrets_box import SecretBox
 from models.drips import enrollments as moves
-from models.drips.checks import action_type_for, address_kind
+from models.drips.checks import MAX_STEPS, action_type_for, address_kind
 from models.drips.schedule import contact_zone, into_window, plan_step, window_of
 from models.drips.tables import (
     Campaign,
@@ -83,11 +83,13 @@ class Sent:
     new_rows: list[ScheduledAction] = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)
     errors: list[dict] = field(default_factory=list)  # rows left as they were: stored data that cannot be used
+    moved_on: set[int] = field(default_factory=set)  # enrollments advanced as their step settled at mint
 
     def add(self, other: "Sent") -> None:
         self.new_rows.extend(other.new_rows)
         self.counts.update(other.counts)
         self.errors.extend(other.errors)
+        self.moved_on |= other.moved_on
 
     def error(self, kind: str, ident: int, exc: Exception) -> None:
         """Record a row skipped because its stored data cannot be used (a delay, a window): the pass goes on."""
@@ -182,12 +184,15 @@ def build_payload(lookup: Lookup, campaign: Campaign, step: Step, channel: Chann
 # -- minting -------------------------------------------------------------------------------
 
 
-def mint_due(session: Session, enrollment_ids: list[int], *, now: datetime, ctx: SendingContext) -> Sent:
+def mint_due(session: Session, enrollment_ids: list[int], *, now: datetime, ctx: SendingContext,
+             _depth: int = 0) -> Sent:
     """Mint the current step's send of each enrollment in ``enrollment_ids`` still waiting to be minted.
 
     Each enrollment is read again inside this transaction and minted in a savepoint of its
     own: one that another process minted meanwhile (the send's dedupe key, the enrollment's
-    guarded ``mint`` move) is rolled back alone and counted as ``skip_minted``.
+    guarded ``mint`` move) is rolled back alone and counted as ``skip_minted``. A step settled
+    at once (no address, a template that does not render) moves its enrollment on, and a next
+    step already due is minted in the same call.
     """
     done = Sent()
     if not enrollment_ids:
@@ -197,7 +202,7 @@ def mint_due(session: Session, enrollment_ids: list[int], *, now: datetime, ctx:
         select(Enrollment).where(Enrollment.id.in_(enrollment_ids),
                                  Enrollment.status == literal_column("'active'"),
                                  Enrollment.waiting_send_id.is_(None))
-        .order_by(Enrollment.next_send_at, Enrollment.id)))
+        .order_by(Enrollment.next_send_at, Enrollment.id).execution_options(populate_existing=True)))
     if len(set(enrollment_ids)) > len(fresh):
         done.counts["skip_minted"] += len(set(enrollment_ids)) - len(fresh)
     lookup.contacts(e.contact_id for e in fresh)
@@ -214,6 +219,13 @@ def mint_due(session: Session, enrollment_ids: list[int], *, now: datetime, ctx:
             del events[mark:]
             done.error("enrollment_id", enrollment.id, exc)
     moves.record_events(session, events)
+    moved_on = [e.id for e in fresh if e.id in done.moved_on]
+    if moved_on and _depth < MAX_STEPS:
+        due = list(session.scalars(select(Enrollment.id).where(
+            Enrollment.id.in_(moved_on), Enrollment.status == literal_column("'active'"),
+            Enrollment.waiting_send_id.is_(None), Enrollment.next_send_at <= ctx.policy.due_soon_horizon(now))))
+        done.moved_on.clear()
+        done.add(mint_due(session, due, now=now, ctx=ctx, _depth=_depth + 1))
     return done
 
 
@@ -426,6 +438,8 @@ def move_on(session: Session, lookup: Lookup, enrollment: Enrollment, send: Send
                             next_send_at=planned.instant, schedule_note=planned.note,
                             held_by_window=planned.held_by_window, now=now, actor=ctx.actor, reason=reason)
     done.counts["advanced" if outcome.ok else "skip_moved"] += 1
+    if outcome.ok:
+        done.moved_on.add(enrollment.id)
 
 
 # -- holding and re-minting --------------------------------------------------------------------

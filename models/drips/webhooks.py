@@ -9,7 +9,8 @@
 - **Twilio inbound webhook**, per channel: ``{TICKWORK_BASE_URL}/hooks/twilio/<channel id>/inbound``.
   Twilio signs each request: ``X-Twilio-Signature`` is the base64 HMAC-SHA1, keyed with the
   channel's auth token, of the URL Twilio called followed by every posted parameter, sorted
-  by name, as name and value. A body of STOP, STOPALL, UNSUBSCRIBE, CANCEL, END or QUIT
+  by name, as name and value. The URL is ``TICKWORK_BASE_URL`` and the path, so it must be
+  the address configured at Twilio. A body of STOP, STOPALL, UNSUBSCRIBE, CANCEL, END or QUIT
   (any case, surrounding spaces ignored) unsubscribes the contact with that phone number.
 
 Answers never say whether a contact exists: a proven request is acknowledged either way.
@@ -53,8 +54,12 @@ def hard_bounce_email(record) -> str | None:
 
 
 def twilio_signature(auth_token: str, url: str, params: list[tuple[str, str]]) -> str:
-    """Twilio's signature of a request: base64 HMAC-SHA1 of the URL and the sorted parameters."""
-    data = url + "".join(name + value for name, value in sorted(params, key=lambda pair: pair[0]))
+    """Twilio's signature of a request: base64 HMAC-SHA1 of the URL, then each parameter name in order
+    followed by its value (a repeated name's distinct values in order), as Twilio's own libraries do."""
+    values: dict[str, set[str]] = {}
+    for name, value in params:
+        values.setdefault(name, set()).add(value)
+    data = url + "".join(name + value for name in sorted(values) for value in sorted(values[name]))
     return base64.b64encode(hmac.new(auth_token.encode(), data.encode(), hashlib.sha1).digest()).decode()
 
 
