@@ -11,7 +11,8 @@ transaction of its own (read first, then written under the guards):
    :mod:`models.drips.sending`): the enrollment advances, completes, skips or exits, and
    its next step is timed from the attempt's ``finished_at``.
 3. **Re-mint** the held sends of active campaigns: a new attempt each, pointing back,
-   timed from now into the step's window.
+   timed from now into the step's window. A held send whose enrollment ended meanwhile
+   (removed, unsubscribed) is settled as exited instead, whatever its campaign.
 4. **Mint** the current step of every active enrollment with ``next_send_at <= now +
    tick_interval``, in ``(next_send_at, id)`` order, whose campaign is active.
 
@@ -27,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 
-from sqlalchemy import literal_column, select
+from sqlalchemy import literal_column, or_, select
 from sqlalchemy.engine import Engine
 
 from models.actions.tables import CancelKind, ScheduledAction, Status
@@ -147,12 +148,13 @@ def settle_pass(ctx: SendingContext, *, clock: Clock, engine: Engine | None = No
 
 def remint_pass(ctx: SendingContext, *, clock: Clock, engine: Engine | None = None, announce: Callable | None = None,
                 campaign_id: int | None = None) -> Sent:
-    """Step 3: a new attempt for every held send of an active campaign."""
+    """Step 3: a new attempt for every held send of an active campaign; a held send whose enrollment ended is settled."""
 
     def held(session, after):
         query = (select(Send.id).join(Enrollment, Enrollment.id == Send.enrollment_id)
                  .join(Campaign, Campaign.id == Enrollment.campaign_id)
-                 .where(Send.status == literal_column("'held'"), Campaign.status == CampaignStatus.ACTIVE.value))
+                 .where(Send.status == literal_column("'held'"),
+                        or_(Campaign.status == CampaignStatus.ACTIVE.value, Enrollment.status != "active")))
         if after is not None:
             query = query.where(Send.id > after)
         return list(session.scalars(_campaign(query, campaign_id).order_by(Send.id).limit(BATCH)))
