@@ -224,6 +224,14 @@ def record_creation(session: Session, action: ScheduledAction, *, now: datetime,
     session.execute(_EVENT, _event(action.id, None, Status(action.status), now=now, actor=actor, reason=reason))
 
 
+def record_creations(session: Session, actions: list[ScheduledAction], *, now: datetime, actor: Actor,
+                     reason: str | None = None) -> None:
+    """The first events of several freshly inserted rows, in one statement."""
+    if actions:
+        session.execute(_EVENT, [_event(action.id, None, Status(action.status), now=now, actor=actor, reason=reason)
+                                 for action in actions])
+
+
 # -- the moves -------------------------------------------------------------------------------
 
 

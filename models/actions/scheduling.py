@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -122,6 +122,43 @@ def insert_action(
         raise typed from exc
     lifecycle.record_creation(session, row, now=now, actor=actor, reason=reason)
     return row
+
+
+def insert_actions(
+    session: Session,
+    workspace_id: int,
+    news: list[NewAction],
+    *,
+    now: datetime,
+    actor: Actor,
+    origin: Origin,
+    reason: str | None = None,
+) -> list[ScheduledAction]:
+    """Insert many queued rows and their first events in two statements, all or none (a wing minting a batch).
+
+    The rows come back in the order of ``news``, detached, with their ids. If the database
+    refuses any of them, nothing is inserted and the typed refusal is raised, as
+    :func:`insert_action` would for that row; a caller then inserts them one by one to learn
+    which.
+    """
+    if not news:
+        return []
+    values = [dict(workspace_id=workspace_id, created_by_id=actor.user_id, action_type=new.action_type,
+                   thing_id=new.thing_id, target_key=new.target_key, channel_id=new.channel.id, payload=new.payload,
+                   publish_at=new.publish_at, status=Status.QUEUED.value, attempt_count=0, origin=origin.value,
+                   idempotency_key=new.idempotency_key, created_at=now, updated_at=now) for new in news]
+    try:
+        with session.begin_nested():
+            ids = session.execute(insert(ScheduledAction.__table__).returning(
+                ScheduledAction.__table__.c.id, sort_by_parameter_order=True), values).scalars().all()
+    except IntegrityError as exc:
+        typed = classify_integrity_error(exc)
+        if typed is None:
+            raise
+        raise typed from exc
+    rows = [ScheduledAction(id=ident, **value) for ident, value in zip(ids, values, strict=True)]
+    lifecycle.record_creations(session, rows, now=now, actor=actor, reason=reason)
+    return rows
 
 
 def create_action(

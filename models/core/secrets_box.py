@@ -16,6 +16,7 @@ class SecretBox:
 
     def __init__(self, app_secret: str):
         self._app_secret = app_secret.encode()
+        self._derived: dict[str, bytes] = {}
         key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"tickwork channel secrets").derive(
             app_secret.encode()
         )
@@ -27,8 +28,10 @@ class SecretBox:
         Each purpose gets an independent key, so a signature made for one never verifies for another,
         and none of them is the key that seals channel secrets.
         """
-        return HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
-                    info=b"tickwork " + purpose.encode()).derive(self._app_secret)
+        if purpose not in self._derived:
+            self._derived[purpose] = HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
+                                          info=b"tickwork " + purpose.encode()).derive(self._app_secret)
+        return self._derived[purpose]
 
     def seal(self, plaintext: str) -> str:
         return self._fernet.encrypt(plaintext.encode()).decode()

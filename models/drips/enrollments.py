@@ -104,6 +104,10 @@ _NEXT = dict(anchor_at=bindparam("given_anchor_at", type_=UTCDateTime()),
 
 MINT = _enrollment_statement(EnrollmentMove.MINT, _AT_STEP, _e.waiting_send_id.is_(None),
                              waiting_send_id=bindparam("send_id"))
+# The same move for a batch, run as an executemany (no RETURNING there): the caller reads back which moved.
+MINT_EACH = (update(Enrollment.__table__)
+             .where(_ID, _IS_ACTIVE, _AT_STEP, _e.waiting_send_id.is_(None))
+             .values(updated_at=NOW, waiting_send_id=bindparam("send_id")))
 ADVANCE = _enrollment_statement(EnrollmentMove.ADVANCE, _AT_STEP, _WAITS_ON_SEND,
                                 current_step=_e.current_step + 1, waiting_send_id=None, **_NEXT)
 COMPLETE = _enrollment_statement(EnrollmentMove.COMPLETE, _AT_STEP, _WAITS_ON_SEND,

@@ -31,14 +31,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import literal_column, select, update
+from sqlalchemy import delete, literal_column, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from models.accounts.tables import Workspace
 from models.actions import lifecycle
 from models.actions.guard import DuplicateActiveAction, PublishGuardViolation
-from models.actions.scheduling import NewAction, insert_action
+from models.actions.scheduling import NewAction, insert_action, insert_actions
 from models.actions.tables import CancelKind, FailureCode, Origin, ScheduledAction, Status
 from models.channels.tables import Channel
 from models.core.moves import Actor
@@ -156,7 +158,7 @@ def _address(channel: Channel, contact: Contact) -> str | None:
 
 
 def build_payload(lookup: Lookup, campaign: Campaign, step: Step, channel: Channel, contact: Contact,
-                  address: str, send_id: int, enrollment_id: int, ctx: SendingContext) -> dict:
+                  address: str, enrollment_id: int, ctx: SendingContext) -> dict:
     """The attempt's payload: the step rendered for this contact, with the unsubscribe link or opt-out line.
 
     Raises :class:`TemplateProblem` when a template does not render for this contact.
@@ -167,7 +169,7 @@ def build_payload(lookup: Lookup, campaign: Campaign, step: Step, channel: Chann
                                unsubscribe_url=link)
     body = render(step.body, context)
     payload = {"to": address, "drip": {"campaign_id": campaign.id, "enrollment_id": enrollment_id,
-                                       "step": step.position, "send_id": send_id}}
+                                       "step": step.position}}
     if email:
         payload["subject"] = render(step.subject, context).strip() if step.subject else ""
         if link not in body:
@@ -184,15 +186,72 @@ def build_payload(lookup: Lookup, campaign: Campaign, step: Step, channel: Chann
 # -- minting -------------------------------------------------------------------------------
 
 
+@dataclass
+class _Plan:
+    """One enrollment's mint, worked out before anything is written."""
+
+    enrollment: Enrollment
+    campaign: Campaign
+    step: Step
+    channel: Channel
+    address: str
+    payload: dict
+    publish_at: datetime
+
+    @property
+    def dedupe_key(self) -> str:
+        return dedupe_key_of(self.enrollment.id, self.step.position)
+
+
+_ONE_BY_ONE = object()  # an enrollment whose mint settles at once, or exits it: minted on its own
+
+
+def _plan(lookup: Lookup, enrollment: Enrollment, now: datetime, ctx: SendingContext, done: Sent):
+    """A :class:`_Plan`, ``_ONE_BY_ONE``, or None when the enrollment waits (its campaign, the base URL)."""
+    campaign = lookup.campaign(enrollment.campaign_id)
+    if campaign.status != CampaignStatus.ACTIVE.value:
+        done.counts["skip_campaign_" + campaign.status] += 1
+        return None
+    contact = lookup.contact(enrollment.contact_id)
+    steps = lookup.steps(enrollment.version_id)
+    if contact.status != ContactStatus.SUBSCRIBED.value or enrollment.current_step >= len(steps):
+        return _ONE_BY_ONE
+    step = steps[enrollment.current_step]
+    channel = lookup.step_channel(campaign, step)
+    address = _address(channel, contact)
+    if address is None:
+        return _ONE_BY_ONE
+    if address_kind(channel) == "email" and not ctx.base_url:
+        done.counts["skip_no_base_url"] += 1  # no unsubscribe link can be made: wait until there is one
+        return None
+    try:
+        payload = build_payload(lookup, campaign, step, channel, contact, address, enrollment.id, ctx)
+    except TemplateProblem:
+        return _ONE_BY_ONE
+    return _Plan(enrollment, campaign, step, channel, address, payload,
+                 _publish_at(lookup, enrollment, campaign, step, contact, now))
+
+
+def _publish_at(lookup: Lookup, enrollment: Enrollment, campaign: Campaign, step: Step, contact: Contact,
+                now: datetime) -> datetime:
+    """``next_send_at``; or, minted late (the clock was down), from now, and still never outside the window."""
+    if enrollment.next_send_at >= now:
+        return enrollment.next_send_at
+    zone, _ = lookup.zone_of(contact)
+    return into_window(now, window_of(step.send_window, campaign.send_window), zone).instant
+
+
 def mint_due(session: Session, enrollment_ids: list[int], *, now: datetime, ctx: SendingContext,
              _depth: int = 0) -> Sent:
     """Mint the current step's send of each enrollment in ``enrollment_ids`` still waiting to be minted.
 
-    Each enrollment is read again inside this transaction and minted in a savepoint of its
-    own: one that another process minted meanwhile (the send's dedupe key, the enrollment's
-    guarded ``mint`` move) is rolled back alone and counted as ``skip_minted``. A step settled
-    at once (no address, a template that does not render) moves its enrollment on, and a next
-    step already due is minted in the same call.
+    The enrollments are read again inside this transaction. The common case is written a
+    batch at a time (:func:`_mint_many`): the sends inserted with their unique dedupe keys
+    (a key another process holds is skipped: ``skip_minted``), the enrollments' guarded
+    ``mint`` moves, the attempts, the events. The rest (no address, a template that does not
+    render, a contact who has gone, or a batch the database refused) is minted one
+    enrollment at a time, each in a savepoint of its own. A step settled at once moves its
+    enrollment on, and a next step already due is minted in the same call.
     """
     done = Sent()
     if not enrollment_ids:
@@ -206,8 +265,21 @@ def mint_due(session: Session, enrollment_ids: list[int], *, now: datetime, ctx:
     if len(set(enrollment_ids)) > len(fresh):
         done.counts["skip_minted"] += len(set(enrollment_ids)) - len(fresh)
     lookup.contacts(e.contact_id for e in fresh)
-    events: list[dict] = []
+    plans, one_by_one = [], []
     for enrollment in fresh:
+        try:
+            plan = _plan(lookup, enrollment, now, ctx, done)
+        except ValueError as exc:  # a stored delay or window that no longer reads: left for a person to fix
+            done.error("enrollment_id", enrollment.id, exc)
+            continue
+        if plan is _ONE_BY_ONE:
+            one_by_one.append(enrollment)
+        elif plan is not None:
+            plans.append(plan)
+    if plans and not _mint_many(session, plans, now, ctx, done):
+        one_by_one += [plan.enrollment for plan in plans]
+    events: list[dict] = []
+    for enrollment in one_by_one:
         mark = len(events)
         try:
             with session.begin_nested():
@@ -215,7 +287,7 @@ def mint_due(session: Session, enrollment_ids: list[int], *, now: datetime, ctx:
         except _Undo:
             del events[mark:]
             done.counts["skip_minted"] += 1
-        except ValueError as exc:  # a stored delay or window that no longer reads: left for a person to fix
+        except ValueError as exc:
             del events[mark:]
             done.error("enrollment_id", enrollment.id, exc)
     moves.record_events(session, events)
@@ -227,6 +299,68 @@ def mint_due(session: Session, enrollment_ids: list[int], *, now: datetime, ctx:
         done.moved_on.clear()
         done.add(mint_due(session, due, now=now, ctx=ctx, _depth=_depth + 1))
     return done
+
+
+def _insert_ignoring_taken(session: Session):
+    """``INSERT INTO drip_sends ... ON CONFLICT (dedupe_key) DO NOTHING``: a key another process holds is skipped."""
+    dialect = session.get_bind().dialect.name
+    build = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    return build(Send.__table__).on_conflict_do_nothing(index_elements=["dedupe_key"]).returning(
+        Send.__table__.c.id, Send.__table__.c.dedupe_key)
+
+
+def _mint_many(session: Session, plans: list[_Plan], now: datetime, ctx: SendingContext, done: Sent) -> bool:
+    """Mint ``plans`` in a handful of statements, in a savepoint; False when the database refused the batch.
+
+    1. the sends, ``ON CONFLICT (dedupe_key) DO NOTHING``: the keys we get are ours (on
+       PostgreSQL a key another transaction holds makes us wait for it, then skip);
+    2. each enrollment's guarded ``mint`` move; a send whose enrollment moved meanwhile is
+       deleted again (it never left this transaction);
+    3. the attempts (:func:`models.actions.scheduling.insert_actions`), their sends pointed at them,
+       and the events.
+    """
+    try:
+        with session.begin_nested():
+            taken = dict((key, ident) for ident, key in session.execute(_insert_ignoring_taken(session), [
+                dict(workspace_id=plan.enrollment.workspace_id, enrollment_id=plan.enrollment.id,
+                     step_index=plan.step.position, step_id=plan.step.id, dedupe_key=plan.dedupe_key,
+                     channel_id=plan.channel.id, address=plan.address, status=SendStatus.PENDING.value,
+                     created_at=now, updated_at=now) for plan in plans]).all())
+            ours = [plan for plan in plans if plan.dedupe_key in taken]
+            if len(ours) < len(plans):
+                done.counts["skip_minted"] += len(plans) - len(ours)
+            if not ours:
+                return True
+            session.execute(moves.MINT_EACH, [
+                {"enrollment_id": plan.enrollment.id, "step": plan.step.position, "send_id": taken[plan.dedupe_key],
+                 "now": now} for plan in ours])
+            waiting = dict(session.execute(select(Enrollment.id, Enrollment.waiting_send_id).where(
+                Enrollment.id.in_([plan.enrollment.id for plan in ours]))).all())
+            moved = [plan for plan in ours if waiting.get(plan.enrollment.id) == taken[plan.dedupe_key]]
+            stale = [taken[plan.dedupe_key] for plan in ours if plan not in moved]
+            if stale:
+                session.execute(delete(Send).where(Send.id.in_(stale)))
+                done.counts["skip_minted"] += len(stale)
+            rows: list[ScheduledAction] = []
+            for workspace_id in sorted({plan.enrollment.workspace_id for plan in moved}):
+                of_workspace = [plan for plan in moved if plan.enrollment.workspace_id == workspace_id]
+                rows += insert_actions(session, workspace_id, [
+                    NewAction(action_type=action_type_for(plan.channel), channel=plan.channel,
+                              target_key=plan.address, payload=plan.payload, publish_at=plan.publish_at,
+                              thing_id=plan.dedupe_key) for plan in of_workspace],
+                    now=now, actor=ctx.actor, origin=Origin.DRIP, reason="drip step minted")
+            attempt_of = {row.thing_id: row.id for row in rows}
+            session.execute(update(Send), [{"id": taken[plan.dedupe_key], "attempt_id": attempt_of[plan.dedupe_key]}
+                                           for plan in moved])
+            moves.record_events(session, [
+                moves.event(plan.enrollment.id, moves.EnrollmentMove.MINT.value, None, SendStatus.PENDING.value,
+                            now=now, actor=ctx.actor, reason=f"step {plan.step.position + 1} minted",
+                            step=plan.step.position, send_id=taken[plan.dedupe_key]) for plan in moved])
+    except (DuplicateActiveAction, PublishGuardViolation):
+        return False
+    done.new_rows.extend(rows)
+    done.counts["minted"] += len(rows)
+    return True
 
 
 def _mint_one(session: Session, lookup: Lookup, enrollment: Enrollment, now: datetime, ctx: SendingContext,
@@ -270,18 +404,14 @@ def _mint_one(session: Session, lookup: Lookup, enrollment: Enrollment, now: dat
                     Verdict(SendStatus.SKIPPED, f"no_address: the contact has no {address_kind(channel)} for "
                                                 f"{channel.name}"), finished_at=now, now=now, ctx=ctx, done=done)
         return
-    zone, _ = lookup.zone_of(contact)
-    publish_at = enrollment.next_send_at
-    if publish_at < now:  # minted late (the clock was down): from now, and still never outside the window
-        publish_at = into_window(now, window_of(step.send_window, campaign.send_window), zone).instant
+    publish_at = _publish_at(lookup, enrollment, campaign, step, contact, now)
     problem = None
     try:
-        payload = build_payload(lookup, campaign, step, channel, contact, address, send.id, enrollment.id, ctx)
+        payload = build_payload(lookup, campaign, step, channel, contact, address, enrollment.id, ctx)
     except TemplateProblem as exc:
         problem = exc.message
         payload = {"to": address, "error": problem, "drip": {"campaign_id": campaign.id,
-                                                              "enrollment_id": enrollment.id,
-                                                              "step": step.position, "send_id": send.id}}
+                                                              "enrollment_id": enrollment.id, "step": step.position}}
     new = NewAction(action_type=action_type_for(channel), channel=channel, target_key=address, payload=payload,
                     publish_at=publish_at, thing_id=send.dedupe_key)
     try:

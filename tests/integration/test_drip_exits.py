@@ -181,6 +181,7 @@ def test_one_click_unsubscribe_from_the_email_with_rfc_8058s_body_and_a_link_tha
     assert [(e.status, e.exit_reason) for e in enrollments(app, campaign_id)] == [("exited", "unsubscribed")]
 
 
+@pytest.mark.only_backend("sqlite")  # what it proves does not depend on the database
 def test_stop_from_a_signed_twilio_post_and_a_postmark_hard_bounce_end_the_contacts_enrollments(app, world, client):
     sms = _channel(app, world, "sms", "twilio", {"account_sid": "AC1", "from": "+15555550000"}, secret="auth-token")
     mail = _channel(app, world, "pm", "postmark", {"from": "shop@example.com"}, secret="server-token")
@@ -215,6 +216,7 @@ def test_stop_from_a_signed_twilio_post_and_a_postmark_hard_bounce_end_the_conta
     assert client.post(hook, json={**bounce, "Email": "nobody@example.com"}).json == {"ok": True}
 
 
+@pytest.mark.only_backend("sqlite")  # what it proves does not depend on the database
 def test_activating_a_campaign_with_email_steps_is_refused_while_tickwork_base_url_is_unset(app, world, client):
     app.config["TICKWORK_BASE_URL"] = None
     sms = _channel(app, world, "sms", "twilio", {"account_sid": "AC1", "from": "+15555550000"}, secret="t")

@@ -180,6 +180,7 @@ def test_every_row_of_the_outcome_table(app, world, clock):
     assert advance(app)["settled"] == 0
 
 
+@pytest.mark.only_backend("sqlite")  # what it proves does not depend on the database
 def test_a_template_that_does_not_render_fails_its_send_before_any_provider_call(app, world, clock):
     steps = [{"delay": "PT0S", "subject": "Hi", "body": "Your code: {{ attributes.coupon }}"},
              {"delay": "P1D", "subject": "Bye", "body": "Bye"}]
@@ -197,6 +198,7 @@ def test_a_template_that_does_not_render_fails_its_send_before_any_provider_call
     assert outbox_count(app) == 0
 
 
+@pytest.mark.only_backend("sqlite")  # what it proves does not depend on the database
 def test_a_step_whose_channel_needs_an_address_the_contact_lacks_is_skipped(app, world, clock):
     with app.app_context(), write_session() as session:
         session.add(Channel(workspace_id=world.workspace_id, name="sms", kind="log", config={"address": "phone"},
