@@ -41,7 +41,7 @@ from models.core.secrets_box import SecretBox
 from models.drips import enrollments as moves
 from models.drips.operations import end_enrollments
 from models.drips.sending import SendingContext, Sent, cancel_queued_attempts, mint_due, remint, settle_ended
-from models.drips.tables import Campaign, CampaignStatus, Enrollment, Send, SendStatus
+from models.drips.tables import Campaign, CampaignStatus, Enrollment, Send
 from models.timing.clock import Clock
 
 JOB_KIND = "drip-advance"

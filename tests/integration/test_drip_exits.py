@@ -2,9 +2,6 @@
 webhook receiver (pytest-httpserver), and the app served on a real port for the unsubscribe link."""
 
 import email
-import hashlib
-import hmac
-import json
 import re
 import socket
 import threading
@@ -13,7 +10,6 @@ from email import policy as email_policy
 import httpx
 import pytest
 from aiosmtpd.controller import Controller
-from sqlalchemy import select
 from werkzeug.serving import make_server
 
 from models.channels.tables import Channel
@@ -230,3 +226,28 @@ def test_activating_a_campaign_with_email_steps_is_refused_while_tickwork_base_u
     assert client.post(f"/api/v1/campaigns/{texts.json['id']}/activate",
                        headers=world.auth("marketer")).json["status"] == "active"
     assert sms
+
+
+@pytest.mark.only_backend("sqlite")  # what it proves is the providers' requests
+def test_drip_email_carries_list_unsubscribe_through_postmark_and_sms_ends_with_the_opt_out_line(app, world,
+                                                                                                 httpserver):
+    httpserver.expect_request("/email", method="POST").respond_with_json({"MessageID": "pm-1", "ErrorCode": 0})
+    httpserver.expect_request("/2010-04-01/Accounts/AC1/Messages.json", method="POST").respond_with_json(
+        {"sid": "SM1"})
+    base = httpserver.url_for("").rstrip("/")
+    _channel(app, world, "pm", "postmark", {"from": "shop@example.com", "url": base}, secret="server-token")
+    _channel(app, world, "sms", "twilio", {"account_sid": "AC1", "from": "+15555550000", "url": base}, secret="t")
+    mails = campaign(app, world.workspace_id, steps=ONE_STEP, channel="pm", name="Mail")
+    texts = campaign(app, world.workspace_id, steps=[{"delay": "PT0S", "body": "Bread at nine"}], channel="sms",
+                     name="Texts")
+    [person] = contacts(app, world.workspace_id, 1, phone=True)
+    enroll(app, world.workspace_id, mails, [person])
+    enroll(app, world.workspace_id, texts, [person])
+    assert tick(app)["outcomes"] == {"published": 2}
+    by_path = {request.path: request for request, _ in httpserver.log}
+    email_request, sms_request = by_path["/email"], by_path["/2010-04-01/Accounts/AC1/Messages.json"]
+    headers = {h["Name"]: h["Value"] for h in email_request.get_json()["Headers"]}
+    assert headers["List-Unsubscribe"].startswith(f"<{BASE_URL}/unsubscribe/{world.workspace_id}/")
+    assert headers["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert email_request.get_json()["Subject"] == "Hello Person"
+    assert sms_request.form["Body"] == "Bread at nine\nReply STOP to unsubscribe."

@@ -16,14 +16,12 @@ from models.actions.tables import CancelKind, FailureCode, Origin, ScheduledActi
 from models.channels.tables import Channel
 from models.core.database import read_session, write_session
 from models.core.moves import Actor
-from models.core.runtime import runtime
 from models.drips import enrollments as moves
 from models.drips.sending import mint_due
 from models.drips.tables import Enrollment, EnrollmentEvent, Send, dedupe_key_of
 from models.timing.wall_time import to_local
 from tests.integration.drip_helpers import (
     BASE_URL,
-    MARKETER,
     advance,
     attempts,
     campaign,

@@ -1,8 +1,10 @@
 """``/api/v1`` for drips against real databases: bad input is a 4xx naming its field and changes nothing,
 roles, versions of steps, the zone change, and enrolling from a CSV file (dry run, then commit)."""
 
+from datetime import timedelta
+
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from models.core.database import read_session
 from models.drips.tables import Campaign, Contact, Enrollment
@@ -176,6 +178,17 @@ def test_a_zone_change_retimes_the_steps_of_contacts_who_use_the_workspaces_zone
     after = {e.contact_id: e.next_send_at for e in enrollments(app, campaign_id)}
     assert after[own] == before[own]
     assert after[follows].isoformat() == "2026-06-02T07:00:00+00:00"  # 09:00 in Paris
+    # A zone stored broken (behind the app's back) falls back to the workspace's, says so, and breaks nothing.
+    broken = client.post("/api/v1/contacts", headers=marketer, json={"email": "c@example.com"}).json["id"]
+    with app.app_context(), write_session() as session:
+        session.execute(update(Contact).where(Contact.id == broken).values(timezone="Mars/Olympus"))
+    shown = client.get(f"/api/v1/contacts/{broken}", headers=marketer).json
+    assert "'Mars/Olympus' is not valid; the workspace's zone Europe/Paris was used" in shown["zone_note"]
+    enrolled = client.post(f"/api/v1/campaigns/{campaign_id}/enrollments", headers=marketer, json={"contact_id": broken})
+    assert enrolled.status_code == 201 and "'Mars/Olympus' is not valid" in enrolled.json["schedule_note"]
+    assert enrolled.json["next_send_at"] == "2026-06-02T07:00:00Z"
+    clock.set(clock.now() + timedelta(days=1))
+    assert not advance(app)["errors"]
 
 
 def test_csv_the_dry_runs_report_matches_the_commit_line_for_line(app, world, client):

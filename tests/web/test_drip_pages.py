@@ -134,3 +134,14 @@ def test_the_unsubscribe_page_needs_no_session_and_says_nothing_about_a_bad_link
         assert refused.status_code == 404 and "This unsubscribe link is not valid" in refused.get_data(as_text=True)
     assert client.post(link, data={"List-Unsubscribe": "One-Click"}).status_code == 200
     assert "You are unsubscribed" in client.get(link).get_data(as_text=True)
+
+
+def test_planned_drip_steps_show_on_the_calendar_and_enrollments_on_the_health_numbers(app, world, browser_for, client):
+    window = {"start": "09:00", "end": "20:00", "days": ["mon", "tue", "wed", "thu", "fri"]}
+    campaign_id = campaign(app, world.workspace_id, name="Week two", window=window,
+                           steps=[{"delay": "P2D", "subject": "a", "body": "b"}])
+    enroll(app, world.workspace_id, campaign_id, contacts(app, world.workspace_id, 3))
+    calendar = browser_for("marketer").get("/calendar?view=week&date=2026-06-03").get_data(as_text=True)
+    assert "Week two: 3 planned" in calendar and f'href="/campaigns/{campaign_id}"' in calendar
+    metrics = client.get("/metrics").get_data(as_text=True)
+    assert 'tickwork_drip_enrollments{state="waiting"} 3.0' in metrics
