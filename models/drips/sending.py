@@ -157,8 +157,8 @@ def _address(channel: Channel, contact: Contact) -> str | None:
     return contact.email if address_kind(channel) == "email" else contact.phone
 
 
-def build_payload(lookup: Lookup, campaign: Campaign, step: Step, channel: Channel, contact: Contact,
-                  address: str, enrollment_id: int, ctx: SendingContext) -> dict:
+def build_payload(campaign: Campaign, step: Step, channel: Channel, contact: Contact, address: str,
+                  enrollment_id: int, ctx: SendingContext) -> dict:
     """The attempt's payload: the step rendered for this contact, with the unsubscribe link or opt-out line.
 
     Raises :class:`TemplateProblem` when a template does not render for this contact.
@@ -225,7 +225,7 @@ def _plan(lookup: Lookup, enrollment: Enrollment, now: datetime, ctx: SendingCon
         done.counts["skip_no_base_url"] += 1  # no unsubscribe link can be made: wait until there is one
         return None
     try:
-        payload = build_payload(lookup, campaign, step, channel, contact, address, enrollment.id, ctx)
+        payload = build_payload(campaign, step, channel, contact, address, enrollment.id, ctx)
     except TemplateProblem:
         return _ONE_BY_ONE
     return _Plan(enrollment, campaign, step, channel, address, payload,
@@ -407,7 +407,7 @@ def _mint_one(session: Session, lookup: Lookup, enrollment: Enrollment, now: dat
     publish_at = _publish_at(lookup, enrollment, campaign, step, contact, now)
     problem = None
     try:
-        payload = build_payload(lookup, campaign, step, channel, contact, address, enrollment.id, ctx)
+        payload = build_payload(campaign, step, channel, contact, address, enrollment.id, ctx)
     except TemplateProblem as exc:
         problem = exc.message
         payload = {"to": address, "error": problem, "drip": {"campaign_id": campaign.id,
