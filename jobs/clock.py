@@ -8,7 +8,10 @@ clock-run row). Tests and other code call them directly::
         summary = tick_once(inline=True)    # inline whatever the queue
 """
 
+from flask import current_app
+
 from jobs.tasks import current_dispatcher
+from models.drips.advance import run_drip_advance
 from models.posts.reconciler import run_reconciler
 from models.recurring.expander import run_expander
 from models.clock.tick import run_recovery, run_tick
@@ -51,3 +54,8 @@ def expand_once() -> dict:
     """One expander pass: every active recurring rule's window materialized (see models.recurring.expander)."""
     rt = runtime()
     return run_expander(clock=rt.clock, policy=rt.policy, announce=rt.announce_due)
+def drip_advance_once() -> dict:
+    """One drip-advance pass: settle ended sends, re-mint held ones, mint every step due (see models.drips.advance)."""
+    rt = runtime()
+    return run_drip_advance(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box,
+                            base_url=current_app.config.get("TICKWORK_BASE_URL"), announce=rt.announce_due)

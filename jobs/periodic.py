@@ -49,6 +49,8 @@ CLOCK_JOBS: list[ClockJob] = [
              "Materialize every active recurring rule's next 14 days of occurrences; catch up missed hours."),
     ClockJob("dispatch-works", every_work_dispatch_interval, works.dispatch_works_once,
              "Recover stuck generations, then claim each due work schedule and hand its run to the works queue."),
+    ClockJob("drip-advance", EVERY_MINUTE, clock.drip_advance_once,
+             "Advance drip enrollments: settle ended sends, re-mint held ones, mint every step due within the minute."),
 ]
 
 

@@ -12,12 +12,14 @@ from models.channels import outbox, tables as channels_tables  # noqa: F401
 from models.clock import tables as clock_tables  # noqa: F401
 from models.core.base import Base
 from models.core.hooks import Hooks
+from models.drips import hooks as drips_hooks, tables as drips_tables  # noqa: F401
+from models.imports import tables as imports_tables  # noqa: F401
 from models.notifications import tables as notifications_tables  # noqa: F401
 from models.posts import hooks as posts_hooks, tables as posts_tables  # noqa: F401
 from models.recurring import hooks as recurring_hooks, tables as recurring_tables  # noqa: F401
 from models.works import hooks as works_hooks, tables as works_tables  # noqa: F401
 
-WINGS = (posts_hooks, recurring_hooks, works_hooks)
+WINGS = (posts_hooks, recurring_hooks, works_hooks, drips_hooks)
 
 __all__ = ["Base", "WINGS", "install_hooks"]
 

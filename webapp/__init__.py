@@ -43,7 +43,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     from models.core import runtime
     from models.core.database import configure_engine, db
     from models.core.secrets_box import SecretBox
-    from webapp import api, auth, cli, errors, limits, pages, public
+    from webapp import api, auth, cli, errors, limits, pages, public, uploads
     from webapp.extensions import csrf, migrate
 
     db.init_app(app)
@@ -52,6 +52,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR))
     csrf.init_app(app)
     policy = build_policy(app.config["TICKWORK_POLICY"])
+    uploads.init_app(app)
     runtime.init_app(
         app,
         clock=app.config.get("TICKWORK_CLOCK") or SystemClock(),

@@ -4,6 +4,7 @@ import json
 import os
 import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from models.core.errors import ConfigurationError
 from models.core.policy import Policy
@@ -53,12 +54,15 @@ def default_settings(instance_path: str) -> dict:
         "TICKWORK_SIGNIN_LIMIT_PER_ACCOUNT": os.environ.get("TICKWORK_SIGNIN_LIMIT_PER_ACCOUNT") or "10 per 10 minutes",
         "TICKWORK_SIGNIN_LIMIT_PER_ADDRESS": os.environ.get("TICKWORK_SIGNIN_LIMIT_PER_ADDRESS") or "50 per 10 minutes",
         "TICKWORK_API_RATE_LIMIT": os.environ.get("TICKWORK_API_RATE_LIMIT") or "1200 per minute",
+        # The public address links are made under (drip unsubscribe links, provider webhooks).
+        "TICKWORK_BASE_URL": os.environ.get("TICKWORK_BASE_URL") or None,
     }
 
 
 def finish_settings(config: dict, instance_path: str) -> None:
     if not config.get("SECRET_KEY"):
         config["SECRET_KEY"] = _secret_key(Path(instance_path))
+    check_base_url(config.get("TICKWORK_BASE_URL"))
     uri = config["SQLALCHEMY_DATABASE_URI"]
     check_database_url(uri)
     if uri.startswith("postgresql://") or uri.startswith("postgres://"):
@@ -88,3 +92,13 @@ def check_database_url(uri: str) -> None:
     if not uri.startswith(("sqlite://", "postgresql://", "postgres://", "postgresql+psycopg://")):
         raise ConfigurationError(f"TICKWORK_DATABASE_URL {uri.split('://', 1)[0]}://...: expected sqlite:///path "
                                  "or postgresql://user@host/database")
+
+
+def check_base_url(url: str | None) -> None:
+    """TICKWORK_BASE_URL, when set, is an http(s) address with a host and nothing after its path."""
+    if not url:
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.netloc or parts.query or parts.fragment:
+        raise ConfigurationError(f"TICKWORK_BASE_URL {url!r}: expected the public address of this Tickwork, "
+                                 "such as https://tickwork.example.com")

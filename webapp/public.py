@@ -19,6 +19,10 @@ PUBLIC_ROUTES: dict[str, str] = {
     "api_openapi.openapi": "nothing to prove: the API's description, never a workspace's content",
     "api_work_schedules.callback": "the X-Tickwork-Signature header: HMAC-SHA256 of the body with the work's own "
                                    "secret, for the run whose token is in the URL",
+    "drip_public.unsubscribe_page": "a contact's unsubscribe token, signed for its workspace; shows a button, changes nothing",
+    "drip_public.unsubscribe": "a contact's unsubscribe token, signed for its workspace (RFC 8058 one-click)",
+    "drip_public.postmark_bounce": "an HMAC of the channel's id made with the postmark channel's secret, in the URL",
+    "drip_public.twilio_inbound": "X-Twilio-Signature: HMAC-SHA1 of the URL and parameters with the channel's auth token",
 }
 
 

@@ -3,7 +3,7 @@
 
 | change     | who may                                                                       |
 |------------|-------------------------------------------------------------------------------|
-| cancel     | ops and admins, any row; a marketer, the rows of posts and the rows they created (a recurring rule's rows are its creator's) |
+| cancel     | ops and admins, any row; a marketer, the rows of posts, the rows they created themselves (origin ``person``) and the rows of the recurring rules they created |
 | reschedule | ops and admins                                                                 |
 | retry      | admins                                                                         |
 
@@ -18,9 +18,16 @@ from models.core.errors import Forbidden
 
 
 def may_cancel(role: Role, user_id: int | None, row: ScheduledAction) -> bool:
-    """Ops cancel any row; a marketer cancels a post's rows and the rows they created themselves."""
+    """Ops cancel any row; a marketer cancels a post's rows, the rows they created themselves, and the
+    occurrences of a recurring rule they created (the brief: "ops or the rule's creator").
+
+    A row a wing minted while a marketer acted (a drip send minted as they enrolled someone)
+    is the wing's, not theirs: only ``person`` rows, and a rule's rows (created as the rule's
+    creator's), count as created by someone.
+    """
     return role.allows(Role.OPS) or row.origin == Origin.RECONCILER.value or (
-        user_id is not None and row.created_by_id == user_id)
+        user_id is not None and row.origin in (Origin.PERSON.value, Origin.RECURRING.value)
+        and row.created_by_id == user_id)
 
 
 def may_reschedule(role: Role) -> bool:

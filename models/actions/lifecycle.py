@@ -15,7 +15,7 @@
 | publish | submitted (or failed as worker_lost, same token) | published | claim token        | provider_id, finished_at                |
 | fail    | submitted               | failed     | claim token (or the recovery cut-off)                | failure_code, last_error, finished_at   |
 | revert  | submitted               | queued     | claim token; only when the provider was never reached | next_attempt_at, last_error            |
-| miss    | queued                  | failed     | —                                                    | failure_code (missed_window, duplicate_of_published, attempts_exhausted), finished_at |
+| miss    | queued                  | failed     | —                                                    | failure_code (missed_window, duplicate_of_published, attempts_exhausted, content_error), finished_at |
 | cancel  | queued                  | cancelled  | the workspace                                        | cancel_kind, finished_at                |
 | retry   | failed                  | queued     | the workspace, attempts left                         | next_attempt_at = now; clears last_error |
 
@@ -224,6 +224,14 @@ def record_creation(session: Session, action: ScheduledAction, *, now: datetime,
     session.execute(_EVENT, _event(action.id, None, Status(action.status), now=now, actor=actor, reason=reason))
 
 
+def record_creations(session: Session, actions: list[ScheduledAction], *, now: datetime, actor: Actor,
+                     reason: str | None = None) -> None:
+    """The first events of several freshly inserted rows, in one statement."""
+    if actions:
+        session.execute(_EVENT, [_event(action.id, None, Status(action.status), now=now, actor=actor, reason=reason)
+                                 for action in actions])
+
+
 # -- the moves -------------------------------------------------------------------------------
 
 
@@ -321,12 +329,14 @@ def revert(session: Session, action_id: int, *, claim_token: str, next_attempt_a
                              otherwise=Refusal.CLAIM_LOST)
 
 
-MISSABLE = (FailureCode.MISSED_WINDOW, FailureCode.DUPLICATE_OF_PUBLISHED, FailureCode.ATTEMPTS_EXHAUSTED)
+MISSABLE = (FailureCode.MISSED_WINDOW, FailureCode.DUPLICATE_OF_PUBLISHED, FailureCode.ATTEMPTS_EXHAUSTED,
+            FailureCode.CONTENT_ERROR)
 
 
 def miss(session: Session, action_id: int, *, code: FailureCode, message: str, now: datetime,
          actor: Actor) -> Outcome:
-    """queued → failed without a send: missed its window, a legacy duplicate, or attempts exhausted."""
+    """queued → failed without a send: missed its window, a legacy duplicate, attempts exhausted, or content
+    that could not be built (a drip template that does not render for its contact)."""
     if code not in MISSABLE:
         raise ValueError(f"miss does not record {code.value}")
     row = session.execute(MISS, {"action_id": action_id, "given_failure_code": code.value, "message": message,

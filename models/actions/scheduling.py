@@ -2,14 +2,16 @@
 
 These are the operations both shells call (the JSON API, the dashboard, the CLI). Status
 changes go through :mod:`models.lifecycle`; this module decides which move to ask for and
-turns refusals into :mod:`models.errors`.
+turns refusals into :mod:`models.errors`. A wing that mints rows may refuse a person's
+reschedule or retry of them through a change rule (:mod:`models.core.hooks`), which the
+shells pass in as ``hooks``.
 """
 
 import json
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -19,6 +21,7 @@ from models.actions.reading import get_action
 from models.actions.tables import ACTIVE_STATUSES, ActionEvent, CancelKind, Origin, ScheduledAction, Status
 from models.channels.tables import Channel
 from models.core.errors import Conflict, InvalidInput, NotFound, TooLarge
+from models.core.hooks import Hooks
 from models.actions.guard import (
     DuplicateActiveAction,
     PublishGuardViolation,
@@ -122,6 +125,43 @@ def insert_action(
     return row
 
 
+def insert_actions(
+    session: Session,
+    workspace_id: int,
+    news: list[NewAction],
+    *,
+    now: datetime,
+    actor: Actor,
+    origin: Origin,
+    reason: str | None = None,
+) -> list[ScheduledAction]:
+    """Insert many queued rows and their first events in two statements, all or none (a wing minting a batch).
+
+    The rows come back in the order of ``news``, detached, with their ids. If the database
+    refuses any of them, nothing is inserted and the typed refusal is raised, as
+    :func:`insert_action` would for that row; a caller then inserts them one by one to learn
+    which.
+    """
+    if not news:
+        return []
+    values = [dict(workspace_id=workspace_id, created_by_id=actor.user_id, action_type=new.action_type,
+                   thing_id=new.thing_id, target_key=new.target_key, channel_id=new.channel.id, payload=new.payload,
+                   publish_at=new.publish_at, status=Status.QUEUED.value, attempt_count=0, origin=origin.value,
+                   idempotency_key=new.idempotency_key, created_at=now, updated_at=now) for new in news]
+    try:
+        with session.begin_nested():
+            ids = session.execute(insert(ScheduledAction.__table__).returning(
+                ScheduledAction.__table__.c.id, sort_by_parameter_order=True), values).scalars().all()
+    except IntegrityError as exc:
+        typed = classify_integrity_error(exc)
+        if typed is None:
+            raise
+        raise typed from exc
+    rows = [ScheduledAction(id=ident, **value) for ident, value in zip(ids, values, strict=True)]
+    lifecycle.record_creations(session, rows, now=now, actor=actor, reason=reason)
+    return rows
+
+
 def create_action(
     session: Session,
     workspace_id: int,
@@ -177,9 +217,16 @@ def cancel_action(session: Session, workspace_id: int, action_id: int, *, now: d
     raise _refusal_error(outcome, action_id, "cancel")
 
 
+def _refuse_by_rule(hooks: Hooks | None, session: Session, row: ScheduledAction, change: str) -> None:
+    """Raise the refusal of the change rule the row's origin registered, if it has one and it says no."""
+    refused = hooks.refusal(session, row, change) if hooks is not None else None
+    if refused is not None:
+        raise refused
+
+
 def reschedule_action(
     session: Session, workspace_id: int, action_id: int, publish_at: datetime, *, now: datetime, policy: Policy,
-    actor: Actor, role: Role,
+    actor: Actor, role: Role, hooks: Hooks | None = None,
 ) -> ScheduledAction:
     """Cancel ``action_id`` (kind ``rescheduled``) and insert its replacement, in one transaction.
 
@@ -197,6 +244,7 @@ def reschedule_action(
     if old.origin == Origin.SYSTEM.value:
         raise Conflict(f"action #{action_id} sends notification {old.thing_id}; it is cancelled or retried, "
                        "never moved", code="follows_notification")
+    _refuse_by_rule(hooks, session, old, "reschedule")
     check_publish_at(publish_at, now, policy)
     outcome = lifecycle.cancel(
         session, action_id, kind=CancelKind.RESCHEDULED, now=now, actor=actor, workspace_id=workspace_id,
@@ -224,10 +272,13 @@ def reschedule_action(
 
 
 def retry_action(
-    session: Session, workspace_id: int, action_id: int, *, now: datetime, policy: Policy, actor: Actor, role: Role
+    session: Session, workspace_id: int, action_id: int, *, now: datetime, policy: Policy, actor: Actor, role: Role,
+    hooks: Hooks | None = None,
 ) -> ScheduledAction:
     """An admin's retry of a failed row: the same row, queued and due now."""
     access.check_may_retry(role)
+    if hooks is not None and hooks.change_rules:
+        _refuse_by_rule(hooks, session, get_action(session, workspace_id, action_id), "retry")
     try:
         outcome = lifecycle.retry(
             session, action_id, now=now, actor=actor, workspace_id=workspace_id, max_attempts=policy.max_attempts

@@ -11,6 +11,7 @@ registered part in turn.
 | gauges           | the health page and ``/metrics``           | "what numbers should an operator watch?"            | posts by status |
 | calendar sources | the calendar                               | "what else falls on these days?"                    | draft posts |
 | zone changes     | a workspace's change of time zone          | "move what follows the workspace's zone"            | approved posts, reconciled |
+| change rules     | a person's reschedule or retry of a row, per origin | "may a person do this to a row you minted?" (a refusal is raised as it is) | — |
 """
 
 from collections.abc import Callable
@@ -67,6 +68,10 @@ CalendarSource = Callable[[Any, int, date, date, str], list[CalendarEntry]]
 # transaction that changes the zone, after the new zone is written.
 ZoneChange = Callable[[Any, int, datetime, Any, Any], dict[str, int]]
 
+# (session, row, change) -> the refusal (a models.core.errors.DomainError) or None. ``change``
+# is "reschedule" or "retry"; the rule runs inside the change's write transaction, before it.
+ChangeRule = Callable[[Any, Any, str], Exception | None]
+
 
 @dataclass
 class Hooks:
@@ -81,6 +86,7 @@ class Hooks:
     zone_changes: dict[str, ZoneChange] = field(default_factory=dict)
     # The app's policy (a models.core.policy.Policy), for checks that obey one of its windows.
     policy: Any = None
+    change_rules: dict[str, list[ChangeRule]] = field(default_factory=dict)
 
     def add_pre_send_check(self, origin: str, check: PreSendCheck, *, decides_lateness: bool = False) -> None:
         """Ask ``check`` before any row of ``origin`` is claimed; with ``decides_lateness`` it alone
@@ -102,6 +108,18 @@ class Hooks:
     def add_zone_change(self, wing: str, participant: ZoneChange) -> None:
         """``participant`` moves ``wing``'s part when a workspace's zone changes; its counts are reported under ``wing``."""
         self.zone_changes[wing] = participant
+
+    def add_change_rule(self, origin: str, rule: ChangeRule) -> None:
+        """Ask ``rule`` before a person reschedules or retries a row of ``origin``."""
+        self.change_rules.setdefault(origin, []).append(rule)
+
+    def refusal(self, session, row, change: str) -> Exception | None:
+        """Why a person may not make ``change`` to ``row``, from the rules of its origin; None when they may."""
+        for rule in self.change_rules.get(row.origin, ()):
+            refused = rule(session, row, change)
+            if refused is not None:
+                return refused
+        return None
 
     def stops(self, session, rows: list, now: datetime) -> dict[int, Stop]:
         """The rows among ``rows`` that a registered check says must not go, with why."""

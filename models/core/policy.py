@@ -64,6 +64,8 @@ class Policy:
     work_stuck_timeout: timedelta = timedelta(minutes=60)
     # A due schedule whose work is still generating is tried again this much later (no failure counted).
     work_busy_retry: timedelta = timedelta(minutes=15)
+    # A CSV import's dry run is kept this long for its commit (the brief's "CSV imports").
+    import_keep: timedelta = timedelta(hours=1)
 
     def __post_init__(self):
         if not (self.provider_timeout < self.task_timeout < self.recovery_timeout):

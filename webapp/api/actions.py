@@ -121,7 +121,7 @@ def reschedule(action_id: int):
     publish_at, resolved = parse_schedule_time(body, caller.workspace.timezone)
     with write_session() as session:
         row = reschedule_action(session, caller.workspace.id, action_id, publish_at, now=rt.now(),
-                                policy=rt.policy, actor=caller.actor, role=caller.role)
+                                policy=rt.policy, actor=caller.actor, role=caller.role, hooks=rt.hooks)
         response = _one(session, row, status=201, note=resolved.note if resolved else None)
     rt.announce_due([row])
     return response
@@ -134,7 +134,7 @@ def retry(action_id: int):
     rt = runtime()
     with write_session() as session:
         row = retry_action(session, caller.workspace.id, action_id, now=rt.now(), policy=rt.policy,
-                           actor=caller.actor, role=caller.role)
+                           actor=caller.actor, role=caller.role, hooks=rt.hooks)
         response = _one(session, row)
     rt.announce_due([row])
     return response

@@ -175,7 +175,7 @@ def reschedule(action_id: int):
                                  "date")
         with write_session() as session:
             new = reschedule_action(session, v.workspace.id, action_id, resolved.instant, now=rt.now(),
-                                    policy=rt.policy, actor=v.actor, role=v.role)
+                                    policy=rt.policy, actor=v.actor, role=v.role, hooks=rt.hooks)
             old = session.get(ScheduledAction, action_id)
     except DomainError as error:
         return refuse(action_id, error, editing=isinstance(error, InvalidInput))
@@ -196,7 +196,7 @@ def retry(action_id: int):
     try:
         with write_session() as session:
             done = retry_action(session, v.workspace.id, action_id, now=rt.now(), policy=rt.policy, actor=v.actor,
-                                role=v.role)
+                                role=v.role, hooks=rt.hooks)
     except DomainError as error:
         return refuse(action_id, error)
     rt.announce_due([done])

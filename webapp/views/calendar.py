@@ -16,7 +16,8 @@ from webapp.views.context import is_htmx, viewer
 bp = Blueprint("calendar", __name__)
 
 # Where a wing's calendar entry links to, by its kind: the endpoint and its id argument.
-ENTRY_LINKS = {"post": ("posts.edit", "post_id"), "rule": ("recurring.detail", "rule_id")}
+ENTRY_LINKS = {"post": ("posts.edit", "post_id"), "rule": ("recurring.detail", "rule_id"),
+               "campaign": ("campaigns.detail", "campaign_id")}
 
 
 def entry_link(entry) -> str | None:

@@ -77,7 +77,7 @@ def _bulk(kind: str):
                     cancel_action(session, v.workspace.id, action_id, now=rt.now(), actor=v.actor, role=v.role)
                 else:
                     retried.append(retry_action(session, v.workspace.id, action_id, now=rt.now(),
-                                                policy=rt.policy, actor=v.actor, role=v.role))
+                                                policy=rt.policy, actor=v.actor, role=v.role, hooks=rt.hooks))
                 done += 1
             except DomainError as error:
                 refused.append(f"#{action_id}: {error.message}")

@@ -12,6 +12,7 @@ FAILURE_WORDS = {
     FailureCode.MISSED_WINDOW.value: ("Missed its window", "the clock found it too late to send"),
     FailureCode.DUPLICATE_OF_PUBLISHED.value: ("Not sent", "the same thing already went out to this target"),
     FailureCode.ATTEMPTS_EXHAUSTED.value: ("Out of attempts", "every attempt of its budget was used"),
+    FailureCode.CONTENT_ERROR.value: ("Could not be built", "its content could not be built; it was never sent"),
 }
 
 

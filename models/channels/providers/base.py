@@ -7,6 +7,7 @@ the :class:`SendOutcome` classes of the brief's outcome table.
 """
 
 import enum
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -98,3 +99,34 @@ def payload_text(payload: dict, *keys: str) -> str | None:
         if isinstance(value, str) and value.strip():
             return value
     return None
+
+
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
+# Set by the provider from the delivery itself; a payload may not replace them.
+_RESERVED_HEADERS = frozenset({"from", "to", "cc", "bcc", "subject", "date", "message-id", "content-type",
+                               "content-transfer-encoding", "mime-version", "reply-to", "sender", "return-path"})
+
+
+class BadHeaders(ValueError):
+    """A payload's ``headers`` that cannot go on a message."""
+
+
+def payload_headers(payload: dict) -> list[tuple[str, str]]:
+    """The extra email headers a payload asks for (``{"headers": {"List-Unsubscribe": "<...>"}}``), checked.
+
+    Names are header tokens and not ones the provider sets itself; values are one line each, so
+    nothing can smuggle a header in. Raises :class:`BadHeaders` saying what is wrong.
+    """
+    headers = payload.get("headers")
+    if headers is None:
+        return []
+    if not isinstance(headers, dict) or len(headers) > 20:
+        raise BadHeaders("the payload's 'headers' must be an object of at most 20 names to text values")
+    checked = []
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _HEADER_NAME.match(name) or name.lower() in _RESERVED_HEADERS:
+            raise BadHeaders(f"the payload's header {str(name)[:64]!r} is not a header Tickwork may set")
+        if not isinstance(value, str) or "\r" in value or "\n" in value or len(value) > 2000:
+            raise BadHeaders(f"the payload's header {name!r} must be one line of text")
+        checked.append((name, value))
+    return checked

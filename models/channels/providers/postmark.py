@@ -2,11 +2,20 @@
 
 Channel config: ``from`` (sender), optional ``message_stream`` and ``url`` (default
 ``https://api.postmarkapp.com``). Secret: the server token. Payload: ``subject``,
-``text`` or ``body``, optional ``html``, optional ``to`` (else the target key).
+``text`` or ``body``, optional ``html``, optional ``to`` (else the target key), optional
+``headers`` (extra headers by name, such as ``List-Unsubscribe``).
 """
 
 from models.channels.providers import http
-from models.channels.providers.base import Delivery, SendContext, SendOutcome, SendResult, payload_text
+from models.channels.providers.base import (
+    BadHeaders,
+    Delivery,
+    SendContext,
+    SendOutcome,
+    SendResult,
+    payload_headers,
+    payload_text,
+)
 
 kind = "postmark"
 honours_idempotency_key = False
@@ -33,7 +42,12 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
         message["HtmlBody"] = html
     if config.get("message_stream"):
         message["MessageStream"] = config["message_stream"]
-    message["Headers"] = [{"Name": "X-Tickwork-Action", "Value": delivery.idempotency_key}]
+    try:
+        extra = payload_headers(payload)
+    except BadHeaders as exc:
+        return SendResult(SendOutcome.NOT_SENT, str(exc))
+    message["Headers"] = [{"Name": "X-Tickwork-Action", "Value": delivery.idempotency_key}] + [
+        {"Name": name, "Value": value} for name, value in extra]
     url = config.get("url", DEFAULT_URL).rstrip("/") + "/email"
     response = http.post(context, url, json=message, headers={
         "Accept": "application/json", "X-Postmark-Server-Token": delivery.secret})

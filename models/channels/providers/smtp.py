@@ -3,7 +3,8 @@
 Channel config: ``host``, ``port`` (default 587), ``from``, optional ``username`` and
 ``security`` (``starttls``, ``ssl`` or ``none``; default ``starttls`` unless the port is
 25). Secret: the password. Payload: ``subject``, ``text`` or ``body``, optional ``html``,
-optional ``to`` (else the target key).
+optional ``to`` (else the target key), optional ``headers`` (extra headers by name, such as
+``List-Unsubscribe``; see :func:`~models.channels.providers.base.payload_headers`).
 
 Until the DATA command the server has accepted nothing, so a failure there means not
 sent; once the message body is on the wire, a dropped connection or a timeout means the
@@ -18,7 +19,15 @@ import ssl
 from email.message import EmailMessage
 from email.utils import formatdate
 
-from models.channels.providers.base import Delivery, SendContext, SendOutcome, SendResult, payload_text
+from models.channels.providers.base import (
+    BadHeaders,
+    Delivery,
+    SendContext,
+    SendOutcome,
+    SendResult,
+    payload_headers,
+    payload_text,
+)
 
 kind = "smtp"
 honours_idempotency_key = False
@@ -41,6 +50,8 @@ def build_message(delivery: Delivery, sender: str, to: str) -> EmailMessage:
     message["Date"] = formatdate(delivery.publish_at.timestamp(), usegmt=True)
     domain = sender.rsplit("@", 1)[-1] if "@" in sender else "tickwork.invalid"
     message["Message-ID"] = f"<tickwork-action-{delivery.action_id}@{domain}>"
+    for name, value in payload_headers(payload):
+        message[name] = value
     message.set_content(payload_text(payload, "text", "body") or "")
     if payload_text(payload, "html"):
         message.add_alternative(payload["html"], subtype="html")
@@ -58,6 +69,8 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
         return SendResult(SendOutcome.NOT_SENT, "the payload has no 'text', 'body' or 'html' to send")
     try:
         message = build_message(delivery, sender, to)
+    except BadHeaders as exc:
+        return SendResult(SendOutcome.NOT_SENT, str(exc))
     except (ValueError, TypeError) as exc:
         return SendResult(SendOutcome.NOT_SENT, f"the message cannot be built: {exc}")
     port = int(config.get("port", 587))

@@ -1,0 +1,44 @@
+"""Drip-advance passes in a process of its own, each started at one instant in every racer, so they really race.
+
+    python -m tests.integration.drip_racer FOLDER PASSES
+
+Before each pass ``i`` the racer writes ``FOLDER/ready<i>-<pid>`` and waits for ``FOLDER/go<i>``,
+which holds the instant (Unix time) the pass starts at; the test writes it once every racer is
+ready. The app comes from the environment (TICKWORK_DATABASE_URL, ...), as ``tickwork
+drip-advance`` builds it, and each pass is the function that command and the periodic task run.
+Each summary is printed as a JSON line.
+"""
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from sqlalchemy import text
+
+
+def _wait_for(go: Path) -> None:
+    while not go.exists() or not go.read_text().strip():
+        time.sleep(0.02)
+    time.sleep(max(0.0, float(go.read_text()) - time.time()))
+
+
+def main() -> None:
+    folder, passes = Path(sys.argv[1]), int(sys.argv[2])
+    from jobs.clock import drip_advance_once
+    from models.core.database import db
+    from webapp import create_app
+
+    app = create_app()
+    with app.app_context():
+        with db.engine.connect() as conn:  # connected and warm before the start, so the passes overlap
+            conn.execute(text("SELECT 1"))
+        for index in range(passes):
+            (folder / f"ready{index}-{os.getpid()}").write_text("ready")
+            _wait_for(folder / f"go{index}")
+            print(json.dumps(drip_advance_once(), default=str), flush=True)
+
+
+if __name__ == "__main__":
+    main()

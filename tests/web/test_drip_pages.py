@@ -1,0 +1,147 @@
+"""The drip pages for each role, with and without HX-Request; the editor, the preview, enrolling, the CSV
+upload and the contact forms, with refusals written in place. SQLite only: what these prove is the
+dashboard's, and the database tests run on both."""
+
+import io
+
+import pytest
+
+from tests.integration.drip_helpers import BASE_URL, campaign, contacts, enroll, enrollments
+
+pytestmark = pytest.mark.only_backend("sqlite")
+
+ROLES = ("marketer", "ops", "admin")
+RANK = {"marketer": 0, "ops": 1, "admin": 2}
+
+
+@pytest.fixture
+def app_config(app_config):
+    app_config["TICKWORK_BASE_URL"] = BASE_URL
+    return app_config
+
+
+@pytest.fixture
+def drip(app, world):
+    campaign_id = campaign(app, world.workspace_id)
+    [person] = contacts(app, world.workspace_id, 1)
+    enroll(app, world.workspace_id, campaign_id, [person])
+    [enrollment] = enrollments(app, campaign_id)
+    return type("Drip", (), dict(campaign=campaign_id, contact=person, enrollment=enrollment.id))
+
+
+def test_every_drip_page_for_every_role_with_and_without_htmx(drip, browser_for):
+    pages = [("/campaigns", "marketer"), ("/campaigns/new", "marketer"), (f"/campaigns/{drip.campaign}", "marketer"),
+             ("/contacts", "marketer"), ("/contacts?q=person", "marketer"), (f"/contacts/{drip.contact}", "marketer"),
+             (f"/enrollments/{drip.enrollment}", "marketer")]
+    for role in ROLES:
+        browser = browser_for(role)
+        for url, least in pages:
+            for htmx in (False, True):
+                answer = browser.get(url, htmx=htmx)
+                body = answer.get_data(as_text=True)
+                assert answer.status_code == 200, (role, url, htmx, body[:300])
+                assert ("<html" in body) is not htmx, (role, url, htmx)
+    page = browser_for("marketer").get(f"/campaigns/{drip.campaign}").get_data(as_text=True)
+    assert "Funnel" in page and "Archive" not in page  # archiving is ops'
+    assert "Archive" in browser_for("ops").get(f"/campaigns/{drip.campaign}").get_data(as_text=True)
+    nav = browser_for("marketer").get("/calendar").get_data(as_text=True)
+    assert 'href="/campaigns"' in nav and 'href="/contacts"' in nav
+    signed_out = browser_for(None)
+    for url, _ in pages:
+        assert signed_out.get(url).status_code == 302, url
+
+
+def test_a_campaign_is_written_previewed_and_refused_in_place_on_the_dashboard(app, world, browser_for):
+    browser = browser_for("marketer")
+    form = {"name": "Spring", "channel": "main", "on_failure": "skip", "window_start": "09:00", "window_end": "20:00",
+            "window_days": ["mon", "tue"], "step_count": "0", "step-0-delay": "PT0S",
+            "step-0-subject": "Hi {{ contact.first_name }}", "step-0-body": "Spring is here, {{ contact.name }}."}
+    bad = browser.post("/campaigns", {**form, "step-0-delay": "P1M"})
+    text = bad.get_data(as_text=True)
+    assert bad.status_code == 422 and "counts in months" in text and 'value="Spring"' in text
+    made = browser.post("/campaigns", form)
+    assert made.status_code == 303
+    campaign_url = made.headers["Location"]
+    page = browser.get(campaign_url).get_data(as_text=True)
+    assert "Saved: campaign Spring is a draft." in page and "Spring is here" in page
+    preview = browser.post("/campaigns/preview", {"step": "0", "step-0-subject": form["step-0-subject"],
+                                                  "step-0-body": form["step-0-body"]}, htmx=True)
+    assert preview.status_code == 200 and "Hi Ada" in preview.get_data(as_text=True)
+    broken = browser.post("/campaigns/preview", {"step": "0", "step-0-body": "{{ attributes.coupon }}"}, htmx=True)
+    assert "template: missing attribute &#39;coupon&#39;" in broken.get_data(as_text=True)
+    assert "<script>" not in browser.post("/campaigns/preview", {"step": "0", "step-0-body": "<script>x</script>"},
+                                          htmx=True).get_data(as_text=True)
+    activated = browser.post(campaign_url + "/activate")
+    assert activated.status_code == 303
+    assert "Active." in browser.get(campaign_url).get_data(as_text=True)
+    refused = browser.post(campaign_url + "/archive")
+    assert refused.status_code == 403 and "You need the ops role" in refused.get_data(as_text=True)
+
+
+def test_enrolling_one_contact_and_a_csv_file_from_the_dashboard(app, world, browser_for, drip):
+    browser = browser_for("marketer")
+    [other] = contacts(app, world.workspace_id, 1, prefix="other")
+    url = f"/campaigns/{drip.campaign}"
+    unknown = browser.post(url + "/enrollments", {"contact": "nobody@example.com"})
+    assert unknown.status_code == 422 and "Give a contact&#39;s id, email or phone." in unknown.get_data(as_text=True)
+    again = browser.post(url + "/enrollments", {"contact": "person0@example.com"})
+    assert again.status_code == 409 and "already enrolled" in again.get_data(as_text=True)
+    assert browser.post(url + "/enrollments", {"contact": "other0@example.com"}).status_code == 303
+    csv = b"email,name\nnew@example.com,New\nbad,Bad\n"
+    report = browser.post(url + "/upload", {"file": (io.BytesIO(csv), "people.csv")},
+                          content_type="multipart/form-data")
+    text = report.get_data(as_text=True)
+    assert report.status_code == 200 and "invalid email" in text and "Enroll 1 contact" in text
+    import_id = text.split("/imports/")[1].split("/")[0]
+    done = browser.post(f"{url}/imports/{import_id}/commit")
+    assert done.status_code == 200 and "1 contact(s) enrolled" in done.get_data(as_text=True)
+    latin = browser.post(url + "/upload", {"file": (io.BytesIO("email\nzo\u00eb@x.com\n".encode("latin-1")), "p.csv")},
+                         content_type="multipart/form-data")
+    assert latin.status_code == 422 and "line 2 is not UTF-8" in latin.get_data(as_text=True)
+    assert len(enrollments(app, drip.campaign)) == 3 and other
+
+
+def test_contacts_are_added_edited_and_unsubscribed_from_the_dashboard(app, browser_for, drip):
+    browser = browser_for("marketer")
+    bad = browser.post("/contacts", {"email": "ann@example.com", "timezone": "Mars/Olympus"})
+    assert bad.status_code == 422 and "Mars/Olympus" in bad.get_data(as_text=True)
+    made = browser.post("/contacts", {"email": "ann@example.com", "name": "Ann", "attributes": "plan = pro"})
+    assert made.status_code == 303
+    contact_url = made.headers["Location"]
+    assert "plan = pro" in browser.get(contact_url).get_data(as_text=True)
+    edited = browser.post(contact_url, {"email": "ann@example.com", "name": "Ann B", "timezone": "Europe/Paris",
+                                        "attributes": "plan"})
+    assert edited.status_code == 422 and "should look like plan = pro" in edited.get_data(as_text=True)
+    gone = browser.post(f"/contacts/{drip.contact}/unsubscribe")
+    assert gone.status_code == 303
+    page = browser.get(f"/contacts/{drip.contact}").get_data(as_text=True)
+    assert "1 enrollment(s) ended, 1 queued send(s) cancelled." in page and "never sent to again" in page
+    timeline = browser.get(f"/enrollments/{drip.enrollment}").get_data(as_text=True)
+    assert "exit: active → exited" in timeline and "unsubscribed" in timeline
+
+
+def test_the_unsubscribe_page_needs_no_session_and_says_nothing_about_a_bad_link(app, world, client, drip):
+    from models.core.runtime import runtime
+    from models.drips.unsubscribe import unsubscribe_url
+
+    with app.app_context():
+        link = unsubscribe_url("", runtime().secret_box, world.workspace_id, drip.contact)
+    page = client.get(link)
+    assert page.status_code == 200 and "Unsubscribe?" in page.get_data(as_text=True)
+    assert "csrf_token" not in page.get_data(as_text=True).split("<main")[1]  # the button posts no token
+    for bad in (link + "x", link.replace(f"/{world.workspace_id}/", "/999/")):
+        refused = client.get(bad)
+        assert refused.status_code == 404 and "This unsubscribe link is not valid" in refused.get_data(as_text=True)
+    assert client.post(link, data={"List-Unsubscribe": "One-Click"}).status_code == 200
+    assert "You are unsubscribed" in client.get(link).get_data(as_text=True)
+
+
+def test_planned_drip_steps_show_on_the_calendar_and_enrollments_on_the_health_numbers(app, world, browser_for, client):
+    window = {"start": "09:00", "end": "20:00", "days": ["mon", "tue", "wed", "thu", "fri"]}
+    campaign_id = campaign(app, world.workspace_id, name="Week two", window=window,
+                           steps=[{"delay": "P2D", "subject": "a", "body": "b"}])
+    enroll(app, world.workspace_id, campaign_id, contacts(app, world.workspace_id, 3))
+    calendar = browser_for("marketer").get("/calendar?view=week&date=2026-06-03").get_data(as_text=True)
+    assert "Week two: 3 planned" in calendar and f'href="/campaigns/{campaign_id}"' in calendar
+    metrics = client.get("/metrics").get_data(as_text=True)
+    assert 'tickwork_drip_enrollments{state="waiting"} 3.0' in metrics
