@@ -165,7 +165,6 @@ class _Looked:
     row: ScheduledAction
     channel: Channel
     late_from: datetime | None  # from the row's current hold, if it is held
-    paused_until: datetime | None  # the channel's pause, as the look saw it
 
 
 def dispatch_actions(action_ids: list[int], context: DispatchContext, *,
@@ -179,8 +178,8 @@ def dispatch_actions(action_ids: list[int], context: DispatchContext, *,
     actor = Actor.job("dispatch", clock_run_id)
     ids = list(dict.fromkeys(action_ids))
     with read_session(context.engine) as session:
-        found = {row.id: _Looked(row, channel, late_from, paused_until)
-                 for row, channel, late_from, paused_until in session.execute(_LOOK, {"action_ids": ids})}
+        found = {row.id: _Looked(row, channel, late_from)
+                 for row, channel, late_from in session.execute(_LOOK, {"action_ids": ids})}
         session.expunge_all()
     results: dict[int, DispatchResult] = {}
     local: list[tuple[ScheduledAction, Channel]] = []
@@ -280,7 +279,10 @@ def _dispatch_one(looked: _Looked, limits, context: DispatchContext, actor: Acto
         if stopped:
             return stopped[row.id]
         gate = None
-        if pacing.needs_admission(limits, looked.paused_until, now):
+        # Read in the claim's transaction, not in the look: a pause another row's 429 set a
+        # moment ago holds this row too.
+        paused_until = session.scalar(_PAUSE_OF, {"channel_id": channel.id})
+        if pacing.needs_admission(limits, paused_until, now):
             gate = lambda: pacing.admit(session, channel, limits, now, in_line=looked.late_from is not None)  # noqa: E731
         claimed = _claim_in(session, row, now, context.policy, actor, late_from=looked.late_from, gate=gate,
                             channel=channel)
@@ -295,17 +297,17 @@ def _dispatch_one(looked: _Looked, limits, context: DispatchContext, actor: Acto
     return record_outcome(claimed, channel.kind, result, context, actor)
 
 
-# The rows of a chunk and their channels in one query, built once, with what limits them:
-# the row's current hold (its lateness anchor) and the channel's pause. The look is taken
+# The rows of a chunk and their channels in one query, built once, with the row's current
+# hold (its lateness anchor, and its place in its channel's line). The look is taken
 # outside the write lock (on SQLite every writer waits its turn for it): a row another
 # worker already took is skipped there, and the claims re-check every row under the lock.
 _LOOK = (
-    select(ScheduledAction, Channel, ActionHold.late_from, ChannelThrottle.paused_until)
+    select(ScheduledAction, Channel, ActionHold.late_from)
     .join(Channel, Channel.id == ScheduledAction.channel_id)
     .outerjoin(ActionHold, pacing.current_hold_join())
-    .outerjoin(ChannelThrottle, ChannelThrottle.channel_id == ScheduledAction.channel_id)
     .where(ScheduledAction.id.in_(bindparam("action_ids", expanding=True)))
 )
+_PAUSE_OF = select(ChannelThrottle.paused_until).where(ChannelThrottle.channel_id == bindparam("channel_id"))
 _HOLD_OF = select(ActionHold.late_from).join(ScheduledAction, and_(
     pacing.current_hold_join(), ScheduledAction.id == bindparam("action_id")))
 

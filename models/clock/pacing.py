@@ -8,7 +8,7 @@ SQLite the transaction's ``BEGIN IMMEDIATE`` already admits one writer at a time
 
 | limit | counted as | a row that finds no room |
 |---|---|---|
-| rate N per second / minute | a schedule of slots one ``interval`` apart: the next send may start at ``next_slot_at``, and takes the slot | held until its place in the channel's line (``line_until`` + interval); a slot less than a second away is waited for in the sending thread instead |
+| rate N per second / minute | a schedule of slots evenly spaced (the window plus a 50 ms guard, over N): the next send may start at ``next_slot_at``, and takes the slot | held until its place in the channel's line (``line_until`` + interval); a slot less than a second away is waited for in the sending thread instead |
 | concurrency C | the channel's rows in ``submitted`` (in flight, or in doubt after a crash until recovery) | held for a second (``RECHECK``) |
 | ``Retry-After`` (429 / 503) | ``paused_until``, set by any row that got one | held until the pause ends, in line |
 
@@ -30,8 +30,13 @@ from models.channels.limits import ChannelLimits, limits_for
 from models.channels.tables import Channel, ChannelThrottle
 from models.core.moves import Actor, Outcome
 
-# A slot at most this far ahead is waited for by the sending thread; a later one means a hold.
-SLOT_HORIZON = timedelta(seconds=1)
+# Slots are spaced this much wider per window than the rate alone says: a slot is when a
+# request starts, and the few milliseconds until it reaches the provider vary from one
+# request to the next, so N slots in exactly one window could arrive as N + 1 in one.
+RATE_GUARD = timedelta(milliseconds=50)
+# A slot at most this far ahead is waited for by the sending thread (a 1/s channel's next
+# slot is within it); a later one means a hold.
+SLOT_HORIZON = timedelta(seconds=1) + RATE_GUARD
 # A row that found its channel's concurrency cap full tries again after this.
 RECHECK = timedelta(seconds=1)
 
@@ -50,6 +55,11 @@ class Admission:
     @property
     def held(self) -> bool:
         return self.hold_until is not None
+
+
+def spacing(rate) -> timedelta:
+    """The time between two slots of ``rate``: its window, widened by :data:`RATE_GUARD`, over its count."""
+    return (rate.per + RATE_GUARD) / rate.count
 
 
 def needs_admission(limits: ChannelLimits, paused_until: datetime | None, now: datetime) -> bool:
@@ -91,7 +101,7 @@ def admit(session: Session, channel: Channel, limits: ChannelLimits, now: dateti
     throttle = _locked(session, channel.id, now)
     resume = max(now, throttle.paused_until or now)
     paused = resume > now
-    interval = limits.rate.interval if limits.rate else None
+    interval = spacing(limits.rate) if limits.rate else None
     values: dict = {}
     admission: Admission
     if interval is None:
