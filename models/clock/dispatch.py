@@ -283,7 +283,7 @@ def _dispatch_one(looked: _Looked, limits, context: DispatchContext, actor: Acto
         # moment ago holds this row too.
         paused_until = session.scalar(_PAUSE_OF, {"channel_id": channel.id})
         if pacing.needs_admission(limits, paused_until, now):
-            gate = lambda: pacing.admit(session, channel, limits, now, in_line=looked.late_from is not None)  # noqa: E731
+            gate = lambda: pacing.admit(session, channel, limits, context.clock, in_line=looked.late_from is not None)  # noqa: E731
         claimed = _claim_in(session, row, now, context.policy, actor, late_from=looked.late_from, gate=gate,
                             channel=channel)
         if isinstance(claimed, DispatchResult):

@@ -8,7 +8,7 @@ SQLite the transaction's ``BEGIN IMMEDIATE`` already admits one writer at a time
 
 | limit | counted as | a row that finds no room |
 |---|---|---|
-| rate N per second / minute | a schedule of slots evenly spaced (the window plus a 50 ms guard, over N): the next send may start at ``next_slot_at``, and takes the slot | held until its place in the channel's line (``line_until`` + interval); a slot less than a second away is waited for in the sending thread instead |
+| rate N per second / minute | a schedule of slots evenly spaced (the window plus a 100 ms guard, over N): the next send may start at ``next_slot_at``, and takes the slot | held until its place in the channel's line (``line_until`` + interval); a slot less than a second away is waited for in the sending thread instead |
 | concurrency C | the channel's rows in ``submitted`` (in flight, or in doubt after a crash until recovery) | held for a second (``RECHECK``) |
 | ``Retry-After`` (429 / 503) | ``paused_until``, set by any row that got one | held until the pause ends, in line |
 
@@ -29,11 +29,14 @@ from models.actions.tables import ActionHold, ScheduledAction, Status
 from models.channels.limits import ChannelLimits, limits_for
 from models.channels.tables import Channel, ChannelThrottle
 from models.core.moves import Actor, Outcome
+from models.timing.clock import Clock
 
-# Slots are spaced this much wider per window than the rate alone says: a slot is when a
-# request starts, and the few milliseconds until it reaches the provider vary from one
-# request to the next, so N slots in exactly one window could arrive as N + 1 in one.
-RATE_GUARD = timedelta(milliseconds=50)
+# Slots are spaced this much wider per window than the rate alone says. A slot is when a
+# send may start; the commit, the wake-up and the request reach the provider a little after
+# it, by an amount that varies (tens of milliseconds on a busy box), so N slots in exactly
+# one window could arrive as N + 1 in one. Any send that reaches the provider within this
+# guard of its slot keeps every window at N.
+RATE_GUARD = timedelta(milliseconds=100)
 # A slot at most this far ahead is waited for by the sending thread (a 1/s channel's next
 # slot is within it); a later one means a hold.
 SLOT_HORIZON = timedelta(seconds=1) + RATE_GUARD
@@ -91,14 +94,16 @@ def _whole_second_after(at: datetime) -> datetime:
     return rounded if rounded == at else rounded + timedelta(seconds=1)
 
 
-def admit(session: Session, channel: Channel, limits: ChannelLimits, now: datetime, *, in_line: bool) -> Admission:
+def admit(session: Session, channel: Channel, limits: ChannelLimits, clock: Clock, *, in_line: bool) -> Admission:
     """In the claim's write transaction: may a row of ``channel`` go now (and at which slot), or must it wait?
 
     ``in_line`` says the row was held before and its turn has come: it may take a slot
     although others still wait behind it. A slot taken here is the row's, whatever comes of
-    its claim: an unused slot only slows the channel a little, never speeds it up.
+    its claim: an unused slot only slows the channel a little, never speeds it up. The
+    time is read once the channel's row is locked, however long the lock took.
     """
-    throttle = _locked(session, channel.id, now)
+    throttle = _locked(session, channel.id, clock.now())
+    now = clock.now()
     resume = max(now, throttle.paused_until or now)
     paused = resume > now
     interval = spacing(limits.rate) if limits.rate else None

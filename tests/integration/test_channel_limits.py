@@ -47,7 +47,7 @@ def test_rows_past_their_channels_rate_are_held_queued_in_order_and_not_counted_
     labels, waits = dispatch(app, ids, clock)
     # The first goes now, the second waits a second for its slot, the rest queue in line.
     assert labels == ["published", "published", "held:rate", "held:rate", "held:rate"]
-    assert waits == [pytest.approx(1.05)]
+    assert waits == [pytest.approx((timedelta(seconds=1) + RATE_GUARD).total_seconds())]
     assert len(httpserver.log) == 2
     after = rows(app, ids)
     assert [after[i].status for i in ids[2:]] == ["queued"] * 3
