@@ -193,6 +193,11 @@ class ThrottledChannel:
         """How long until the channel has caught up with what is waiting on it."""
         return max(self.clear_at - now, timedelta(0)) if self.clear_at else None
 
+    def behind_words(self, now: datetime) -> str:
+        seconds = int(self.behind(now).total_seconds()) if self.clear_at else 0
+        hours, rest = divmod(seconds, 3600)
+        return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
 
 def throttled_channels(session: Session, workspace_id: int, now: datetime) -> list[ThrottledChannel]:
     """The workspace's channels that are paused or hold rows back now, by name."""
