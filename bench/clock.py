@@ -503,19 +503,25 @@ def render() -> str:
               if k.startswith("drain:")]
     lines += _section(
         "Drain",
-        "10,000 due actions, `log` provider, full path: `tickwork tick` fans out one dispatch task per "
-        "chunk of 50 rows (`dispatch_chunk`) to the queue (SqliteHuey / PostgresHuey in the app database); "
-        "`tickwork consumer` processes take the tasks, and each task looks at its rows, claims them "
-        "(`queued → submitted`, with events), writes their outbox entries and publishes them (with "
-        "events) in one transaction. Beside it, on the same database in the same run, a raw-SQL loop "
-        "doing only the guarded claim UPDATE and the final UPDATE per row, each committed.",
+        "10,000 due actions, `log` provider, full path: the tick fans out one dispatch task per chunk of 50 "
+        "rows (`dispatch_chunk`) to the queue (SqliteHuey / PostgresHuey in the app database), run in an "
+        "interpreter that has the app loaded, as the consumer's periodic tick runs; `tickwork consumer` "
+        "processes take the tasks, and each task looks at its rows, claims them (`queued → submitted`, with "
+        "events), writes their outbox entries and publishes them (with events) in one transaction. Beside it, "
+        "on the same database in the same run, a raw-SQL loop doing only the guarded claim UPDATE and the final "
+        "UPDATE per row, each committed, measured before and after the drain (the faster counts). The last "
+        "columns are a second drain over fresh rows with the tick run as the `tickwork tick` command, whose "
+        "interpreter start and imports (one to two seconds here) count in it; until December 2026 that was "
+        "the only drain measured.",
         ["database", "consumers × threads", "tick fan-out", "all published", "full path", "raw, 1 connection",
-         "raw, 4 connections", "full ÷ raw"],
+         "raw, 4 connections", "full ÷ raw", "with `tickwork tick`", "its ratio"],
         drains,
         lambda d: [d["db"], f"{d.get('consumers', 1)} × {d.get('workers', 4)}",
                    f"{d['tick_seconds']} s ({d['tick_dispatched']:,} handed over)", f"{d['drain_seconds']} s",
                    f"{d['full_rate']:,} rows/s", f"{d['raw_rate_1']:,} rows/s",
-                   f"{d['raw_rate_4']:,} rows/s" if d.get("raw_rate_4") else "—", f"{d['ratio']}"],
+                   f"{d['raw_rate_4']:,} rows/s" if d.get("raw_rate_4") else "—", f"{d['ratio']}",
+                   f"{d['command_drain_seconds']} s" if d.get("command_drain_seconds") else "—",
+                   f"{d['command_ratio']}" if d.get("command_ratio") else "—"],
         after="History. With one task per row and three write transactions per action (claim; outbox "
         "entry; outcome), the same drain took 48.0 s on SQLite (208 rows/s, 0.031 of raw) and 84.3 s on "
         "PostgreSQL (119 rows/s, 0.091 of raw) with one consumer, and 40.1 s / 59.8 s with two; more "
@@ -602,12 +608,14 @@ WHY_SLOW = (
     "and one write transaction holding (on PostgreSQL) a lock of the chunk's rows, a claim UPDATE for the chunk, "
     "its 50 claim events, one INSERT of 50 outbox entries, one executemany of the 50 publish UPDATEs and their "
     "50 events. The raw loop commits twice per row; the full path commits about once per 50 rows, which is what "
-    "puts it within reach of the raw rate although it runs far more statements through SQLAlchemy and Huey; "
-    "about 3 s of each drain is the `tickwork tick` process starting and handing the tasks over. Rows whose "
-    "provider calls out (webhook, smtp, postmark, twilio, mastodon) are each a task of their own, claimed, sent "
-    "and recorded alone, because a worker that dies must leave at most the row it was sending in doubt; their "
-    "drain is bound by the provider's latency and the consumer's threads (the webhook memory run above went "
-    "through 50,000 of them at about 105 per second to a loopback receiver)."
+    "puts it within reach of the raw rate although it runs far more statements through SQLAlchemy and Huey "
+    "(two event rows and an outbox entry per row, which the raw loop does not write). On SQLite a process's "
+    "writers queue on a lock of their own: SQLite's busy handler sleeps up to 100 ms between looks, which left "
+    "the database idle between the worker threads' transactions (a fifth of the worker time in a py-spy "
+    "profile); claimed chunks come back as plain rows, not ORM objects. When the tick runs as the `tickwork "
+    "tick` command, starting the interpreter and importing the app is most of its fan-out. Rows whose provider "
+    "calls out (webhook, smtp, postmark, twilio, mastodon) are sent side by side on the consumer's sending "
+    "threads, each claimed just before its own send; see \"## Throughput\"."
 )
 
 
