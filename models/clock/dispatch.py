@@ -29,7 +29,8 @@ Rows that call out are sent in *lanes*, which run side by side on the consumer's
 sending threads (``DispatchContext.pool``, ``policy.sends_in_flight`` threads), so a chunk's
 waits on the network overlap. A lane sends its rows one after another through one provider
 session: one row per lane for the HTTP providers (keep-alive comes from the channel's own
-pooled client), all of a chunk's rows of one channel for SMTP (one connection carries them).
+pooled client), or as many lanes as a channel's concurrency cap, and all of a chunk's rows
+of one channel for SMTP (one connection carries them).
 Each row is claimed just before its own send and its outcome committed just after, so a
 worker killed mid-chunk leaves in doubt only the rows its lanes were sending at that moment;
 the others are still queued, or already recorded.
@@ -206,18 +207,32 @@ def dispatch_action(action_id: int, context: DispatchContext, *, clock_run_id: i
 
 
 def lanes_of(rows: list[_Looked]) -> list[list[_Looked]]:
-    """The lanes a chunk's rows that call out are sent in: all of a channel's rows together when its
-    provider keeps a session (one SMTP connection for them), else one row per lane."""
+    """The lanes a chunk's rows that call out are sent in.
+
+    All of a channel's rows share one lane when its provider keeps a session (one SMTP
+    connection carries them); a channel with a concurrency cap gets at most that many lanes,
+    its rows dealt out in turn, so the chunk itself never knocks on a full cap; any other
+    row has a lane of its own.
+    """
     lanes: list[list[_Looked]] = []
-    shared: dict[int, list[_Looked]] = {}
+    shared: dict[int, list[list[_Looked]]] = {}
+    dealt: dict[int, int] = {}
     for looked in rows:
-        if _keeps_a_session(looked.channel.kind):
-            if looked.channel.id not in shared:
-                shared[looked.channel.id] = []
-                lanes.append(shared[looked.channel.id])
-            shared[looked.channel.id].append(looked)
+        channel = looked.channel
+        if _keeps_a_session(channel.kind):
+            width = 1
         else:
+            width = limits_for(channel.kind, channel.config).concurrency
+        if width is None:
             lanes.append([looked])
+            continue
+        mine = shared.setdefault(channel.id, [])
+        turn = dealt.get(channel.id, 0)
+        dealt[channel.id] = turn + 1
+        if len(mine) < width:
+            mine.append([])
+            lanes.append(mine[-1])
+        mine[turn % width].append(looked)
     return lanes
 
 

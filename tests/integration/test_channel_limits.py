@@ -165,3 +165,16 @@ def test_a_channels_limits_are_refused_when_garbled_and_default_by_kind():
         assert refused.value.field == "settings"
     with pytest.raises(InvalidInput, match="log channel"):
         validate_limits("log", {"rate": "1/s"})
+
+
+def test_a_chunk_sends_a_capped_channels_rows_in_as_many_lanes_as_its_cap_so_it_never_holds_its_own():
+    from types import SimpleNamespace
+
+    from models.clock.dispatch import _Looked, lanes_of
+
+    capped = SimpleNamespace(id=1, kind="webhook", config={"url": "https://x.test", "concurrency": 2})
+    free = SimpleNamespace(id=2, kind="webhook", config={"url": "https://y.test"})
+    mail = SimpleNamespace(id=3, kind="smtp", config={"host": "mx.test"})
+    rows = [_Looked(SimpleNamespace(id=n), channel, None)
+            for n, channel in enumerate([capped, free, capped, mail, capped, free, mail])]
+    assert [[looked.row.id for looked in lane] for lane in lanes_of(rows)] == [[0, 4], [1], [2], [3, 6], [5]]
