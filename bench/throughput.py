@@ -276,19 +276,24 @@ sending threads overlap the provider's latency, so the consumer is bound by that
 the database's commits, not by the network: 32 sends in flight hide 20 ms of latency. On
 SQLite every write transaction takes the one write lock, so the process's writers queue on a
 lock of their own rather than in SQLite's busy handler, which sleeps up to 100 ms between
-looks. SMTP sends a chunk's messages over one connection (MAIL, RCPT, DATA per message), so a
-10,000-message run opens about one connection per 50 messages.
+looks. SMTP sends a chunk's messages for a channel over two connections (MAIL, RCPT, DATA per
+message, 25 messages each), so a 10,000-message run opens about 400 connections, and the
+consumer keeps at most 8 open at once (4 workers × 2).
 
-Choosing the concurrency model: 2,000 webhook sends to a receiver answering in 20 ms, the real
-claim, send and record for each row, in one process, on this box, in one sitting:
+Choosing the concurrency model (`bench/send_models.py`): 2,000 webhook sends to a receiver
+answering in 20 ms, the real claim, send and record for each row, in one process. Measured
+twice: before choosing, on the code as it was (the receiver's listen backlog still reset a few
+connections under 32 at once, which cost the gevent runs 16 rows and the asyncio SQLite run
+its completion), and again at the end, with SQLite's writers queued on a lock and the backlog
+raised. Rows per second, SQLite / PostgreSQL, and CPU per row:
 
-| model | SQLite | PostgreSQL | CPU per row |
+| model | before choosing | at the end | CPU per row (end) |
 |---|---|---|---|
-| 4 threads (what one consumer had) | 132/s | 105/s | 2.3 / 3.3 ms |
-| thread pool, 16 | 347/s | 202/s | 2.2 / 2.8 ms |
-| thread pool, 32 | 391/s | 274/s | 2.2 / 2.6 ms |
-| gevent, 32 greenlets (monkey-patched) | 237/s | 106/s | 2.1 / 3.6 ms |
-| asyncio + httpx.AsyncClient, 32 at once, database calls on the loop | — (httpx ReadError under load) | 99/s | 4.9 ms |
+| 4 threads (what one consumer had) | 132 / 105 | 140 / 87 | 2.4 / 3.4 ms |
+| thread pool, 16 | 347 / 202 | — | — |
+| thread pool, 32 | 391 / 274 | 437 / 341 | 2.0 / 2.5 ms |
+| gevent, 32 greenlets (monkey-patched) | 237 / 106 | 150 / 72 | 3.0 / 4.6 ms |
+| asyncio + httpx.AsyncClient, 32 at once, database calls on the loop | failed / 99 | 172 / 69 | 4.0 / 4.8 ms |
 
 Threads won, and they keep every provider as it is (synchronous httpx, smtplib), each row
 claimed just before its own send; gevent gains nothing while psycopg and sqlite3 block its

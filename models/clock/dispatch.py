@@ -29,8 +29,9 @@ Rows that call out are sent in *lanes*, which run side by side on the consumer's
 sending threads (``DispatchContext.pool``, ``policy.sends_in_flight`` threads), so a chunk's
 waits on the network overlap. A lane sends its rows one after another through one provider
 session: one row per lane for the HTTP providers (keep-alive comes from the channel's own
-pooled client), or as many lanes as a channel's concurrency cap, and all of a chunk's rows
-of one channel for SMTP (one connection carries them).
+pooled client), or as many lanes as a channel's concurrency cap, and for SMTP a chunk's
+rows of one channel over one or two connections (``CONNECTIONS_PER_CHUNK``, at least ten
+messages each), each connection carrying its share.
 Each row is claimed just before its own send and its outcome committed just after, so a
 worker killed mid-chunk leaves in doubt only the rows its lanes were sending at that moment;
 the others are still queued, or already recorded.
@@ -206,23 +207,33 @@ def dispatch_action(action_id: int, context: DispatchContext, *, clock_run_id: i
     return dispatch_actions([action_id], context, clock_run_id=clock_run_id)[0]
 
 
+# A chunk's messages for one SMTP channel go over at most this many connections, each
+# carrying at least MESSAGES_PER_CONNECTION of them (a channel's concurrency cap bounds it too).
+CONNECTIONS_PER_CHUNK = 2
+MESSAGES_PER_CONNECTION = 10
+
+
 def lanes_of(rows: list[_Looked]) -> list[list[_Looked]]:
     """The lanes a chunk's rows that call out are sent in.
 
-    All of a channel's rows share one lane when its provider keeps a session (one SMTP
-    connection carries them); a channel with a concurrency cap gets at most that many lanes,
-    its rows dealt out in turn, so the chunk itself never knocks on a full cap; any other
-    row has a lane of its own.
+    A channel whose provider keeps a session (SMTP) sends its rows over one or two
+    connections, each carrying its share one message after another; a channel with a
+    concurrency cap gets at most that many lanes, its rows dealt out in turn, so the chunk
+    itself never knocks on a full cap; any other row has a lane of its own.
     """
+    per_channel: dict[int, int] = {}
+    for looked in rows:
+        per_channel[looked.channel.id] = per_channel.get(looked.channel.id, 0) + 1
     lanes: list[list[_Looked]] = []
     shared: dict[int, list[list[_Looked]]] = {}
     dealt: dict[int, int] = {}
     for looked in rows:
         channel = looked.channel
+        cap = limits_for(channel.kind, channel.config).concurrency
         if _keeps_a_session(channel.kind):
-            width = 1
+            width = min(CONNECTIONS_PER_CHUNK, -(-per_channel[channel.id] // MESSAGES_PER_CONNECTION), cap or 1000)
         else:
-            width = limits_for(channel.kind, channel.config).concurrency
+            width = cap
         if width is None:
             lanes.append([looked])
             continue

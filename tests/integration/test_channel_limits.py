@@ -178,3 +178,6 @@ def test_a_chunk_sends_a_capped_channels_rows_in_as_many_lanes_as_its_cap_so_it_
     rows = [_Looked(SimpleNamespace(id=n), channel, None)
             for n, channel in enumerate([capped, free, capped, mail, capped, free, mail])]
     assert [[looked.row.id for looked in lane] for lane in lanes_of(rows)] == [[0, 4], [1], [2], [3, 6], [5]]
+    # A chunk of 25 messages for one SMTP channel: two connections, the messages dealt out in turn.
+    many = [_Looked(SimpleNamespace(id=n), mail, None) for n in range(25)]
+    assert [len(lane) for lane in lanes_of(many)] == [13, 12]

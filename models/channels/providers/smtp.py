@@ -11,9 +11,9 @@ outcome is unknown. The Message-ID is derived from the action id, so a recipient
 system can recognise a repeat. A refused login, or a server that offers no AUTH to a
 channel with a username, fails for good: another attempt would meet the same settings.
 
-A dispatch sends the messages of one channel in a chunk over one connection
-(:func:`open_session`): one login, then MAIL, RCPT and DATA per message, each message with its
-own outcome. A connection that breaks mid-chunk decides only the message on it at the time
+A dispatch sends the messages of one channel in a chunk over one or two connections
+(:func:`open_session`), each carrying its share: one login, then MAIL, RCPT and DATA per
+message, each message with its own outcome. A connection that breaks mid-chunk decides only the message on it at the time
 (not sent before DATA, unknown during it); the next message opens a new connection.
 """
 
