@@ -495,8 +495,8 @@ def render() -> str:
              f"`bench/clock.py`. Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
              f"{platform.python_version()}; PostgreSQL 15 on the same box with durable commits (fsync on), SQLite in WAL mode. "
              "This box's speed varies from run to run (a durable commit cost anywhere from 0.5 to 3.4 ms, the raw "
-             "SQLite loop ran at 2,600 to 6,700 rows/s from one run to the next), so compare only figures from the same "
-             "run. When each was measured: "
+             "SQLite loop ran at 2,600 to 13,400 rows/s from one run to the next, and by a factor of two within one), "
+             "so compare only figures from the same run. When each was measured: "
              + "; ".join(f"{key.replace(':', ' ')} {value['measured']}" for key, value in sorted(stored.items())
                          if "measured" in value) + ".", ""]
     drains = [stored[k] for k in sorted(stored, key=lambda k: (stored[k].get("consumers", 1), k))
