@@ -262,9 +262,11 @@ def render() -> str:
                      f"{'met' if d['seconds'] <= 60 and d['published'] == d['rows'] else 'missed'} ({d['seconds']} s).")
     for d in drains:
         goal = 0.5 if d["db"] == "sqlite" else 0.9
+        caveat = "; across this session's runs 0.47 to 1.01, below 0.5 in five of fifteen, see below" \
+            if d["db"] == "sqlite" else ""
         lines.append(f"- log drain on {d['db']} at least {goal} of the raw rate: "
-                     f"{'met' if d['ratio'] >= goal else 'missed'} ({d['ratio']}; with the tick as a command "
-                     f"{d['command_ratio']}).")
+                     f"{'met in this run' if d['ratio'] >= goal else 'missed in this run'} ({d['ratio']}; with the "
+                     f"tick as a command {d['command_ratio']}{caveat}).")
     lines += ["", NOTES, ""]
     return "\n".join(lines)
 
@@ -279,6 +281,24 @@ lock of their own rather than in SQLite's busy handler, which sleeps up to 100 m
 looks. SMTP sends a chunk's messages for a channel over two connections (MAIL, RCPT, DATA per
 message, 25 messages each), so a 10,000-message run opens about 400 connections, and the
 consumer keeps at most 8 open at once (4 workers × 2).
+
+The log drain on SQLite, run by run. Fifteen drains with the final dispatch code this
+session, all on the busy box, gave full ÷ raw from 0.47 to 1.01 (median about 0.6); five
+fell below 0.5 (0.47 to 0.50), four of them when the raw loop ran its fastest (12,500 to
+13,400 rows/s, the box momentarily quiet) while the drain ran at 6,200 to 6,400 rows/s; the
+last, after the outbox fix, made 0.52 against a raw loop at 13,345 rows/s (docs "## Clock").
+So the goal of one half is met under the load these runs saw, and is marginal on a quiet box.
+Where the time goes, from py-spy on the consumer and cProfile on the same drain in one
+thread: about 120 µs of CPU per row (the raw loop needs about 75), of which roughly a third
+is SQLite executing the statements (two guarded UPDATEs, the two event rows and the outbox
+entry the raw loop does not write, and their indexes), a third SQLAlchemy building and
+binding statements and converting UTC times, the rest Huey (a dequeue and a revoke check per
+task, each a transaction on the queue file) and the look at the chunk. Fixed since profiling:
+the workers queued in SQLite's sleeping busy handler (a fifth of their time; now a lock),
+an ORM object built per claimed row (a tenth), one INSERT per outbox entry instead of one per
+chunk, and the queue file syncing at every task taken. With the tick run as `tickwork tick`,
+its interpreter start and imports (one to two seconds, most of its fan-out) count too, and
+that ratio stays near 0.3 to 0.6.
 
 Choosing the concurrency model (`bench/send_models.py`): 2,000 webhook sends to a receiver
 answering in 20 ms, the real claim, send and record for each row, in one process. Measured
