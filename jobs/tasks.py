@@ -1,35 +1,54 @@
 """The dispatch task, and the two ways rows reach it: the tick's fan-out and the eta hand-off, in chunks."""
 
 import logging
+import os
+import threading
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from jobs.queue import huey, task_app
 from models.clock.dispatch import DispatchContext, DispatchOutcome, chunks, dispatch_actions
 from models.clock.tick import InlineDispatcher
+from models.core.database import db
 from models.core.runtime import runtime
 
 log = logging.getLogger("tickwork.jobs")
 
+_pools: dict[int, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def sending_pool(size: int) -> ThreadPoolExecutor:
+    """This process's sending threads (``policy.sends_in_flight``), shared by every dispatch task it runs."""
+    with _pools_lock:
+        pool = _pools.get(os.getpid())
+        if pool is None:
+            pool = _pools[os.getpid()] = ThreadPoolExecutor(max_workers=size, thread_name_prefix="tickwork-send")
+        return pool
+
 
 def dispatch_context() -> DispatchContext:
-    return DispatchContext.of(runtime())
+    """The dispatch's collaborators: in a consumer, with the process's sending threads; inline, none."""
+    rt = runtime()
+    if huey.immediate:
+        return DispatchContext.of(rt)
+    return DispatchContext.of(rt, engine=db.engine, pool=sending_pool(rt.policy.sends_in_flight))
 
 
 @huey.task(name="dispatch")
 def dispatch(action_ids: list[int] | int, clock_run_id: int | None = None):
-    """Claim a chunk of actions and send them (models.dispatch). Past the first row that calls out, such
-    rows go back on the queue at once as tasks of their own; quick retries go back with an eta.
+    """Claim a chunk of actions and send them (models.clock.dispatch); rows reverted or held
+    for a moment go back on the queue with an eta.
 
     A task queued by an earlier version carries a single id; it runs the same way.
     """
     ids = [action_ids] if isinstance(action_ids, int) else list(action_ids)
     with task_app().app_context():
-        results = dispatch_actions(ids, dispatch_context(), clock_run_id=clock_run_id,
-                                   defer=lambda rest: huey.enqueue_many([dispatch.s([action_id], clock_run_id)
-                                                                        for action_id in rest]))
+        results = dispatch_actions(ids, dispatch_context(), clock_run_id=clock_run_id)
         retries = [(result.action_id, result.retry_at) for result in results
-                   if result.outcome == DispatchOutcome.REVERTED and result.retry_at is not None]
+                   if result.outcome in (DispatchOutcome.REVERTED, DispatchOutcome.HELD)
+                   and result.retry_at is not None]
         if retries:
             hand_off_due_soon(retries, clock_run_id)
         return dict(Counter(result.label for result in results))

@@ -2,6 +2,7 @@
 
 ::
 
+    ┌─hold─┐
     queued ──claim──▶ submitted ──publish──▶ published
       │  ▲               │  │
       │  └────revert─────┘  └──fail──▶ failed ◀──miss── queued
@@ -18,6 +19,7 @@
 | miss    | queued                  | failed     | —                                                    | failure_code (missed_window, duplicate_of_published, attempts_exhausted, content_error), finished_at |
 | cancel  | queued                  | cancelled  | the workspace                                        | cancel_kind, finished_at                |
 | retry   | failed                  | queued     | the workspace, attempts left                         | next_attempt_at = now; clears last_error |
+| hold    | queued                  | queued     | due now                                              | next_attempt_at = when the channel has room; the lateness carried (``action_holds``); not an attempt |
 
 Each move is one guarded ``UPDATE ... WHERE id = :action_id AND status = ... RETURNING``,
 written out below where a reader can see it and built once at import (every call only
@@ -31,7 +33,9 @@ and the caller's transaction stays usable (a savepoint on PostgreSQL; SQLite und
 the statement). :class:`~models.core.moves.Moved` carries the row as the UPDATE returned
 it, detached from the session; ``Refused`` carries the row as it was found.
 
-``attempt_count`` counts claims: every claim adds one, revert and retry do not change it.
+``attempt_count`` counts claims: every claim adds one, revert, retry and hold do not change it.
+A hold is the one move that keeps the status: a row its channel's limit holds back stays
+queued, due again when the channel has room, and its lateness is measured without the wait.
 The attempt budget comes from the policy (``Policy.max_attempts``); callers pass theirs.
 """
 
@@ -39,12 +43,12 @@ import enum
 import uuid
 from datetime import datetime
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from models.actions.guard import classify_integrity_error
-from models.actions.tables import ActionEvent, CancelKind, FailureCode, ScheduledAction, Status, due_by
+from models.actions.tables import ActionEvent, ActionHold, CancelKind, FailureCode, ScheduledAction, Status, due_by
 from models.core.moves import Actor, Moved, Outcome, Refusal, Refused
 from models.core.policy import DEFAULT_POLICY
 from models.core.types import UTCDateTime
@@ -57,7 +61,7 @@ NOW = bindparam("now", type_=UTCDateTime())
 
 
 class Move(str, enum.Enum):
-    """The seven ways a row's status may change."""
+    """The ways a row may move: seven change its status, ``hold`` keeps it queued for later."""
 
     CLAIM = "claim"
     PUBLISH = "publish"
@@ -66,6 +70,7 @@ class Move(str, enum.Enum):
     MISS = "miss"
     CANCEL = "cancel"
     RETRY = "retry"
+    HOLD = "hold"
 
 
 # The table above, as data: each statement below takes its source and target from here.
@@ -77,6 +82,7 @@ ALLOWED_MOVES: dict[Move, tuple[frozenset[Status], Status]] = {
     Move.MISS: (frozenset({Status.QUEUED}), Status.FAILED),
     Move.CANCEL: (frozenset({Status.QUEUED}), Status.CANCELLED),
     Move.RETRY: (frozenset({Status.FAILED}), Status.QUEUED),
+    Move.HOLD: (frozenset({Status.QUEUED}), Status.QUEUED),
 }
 
 
@@ -135,7 +141,13 @@ RETRY = _statement(Move.RETRY, Status.FAILED, _WORKSPACE, _ATTEMPTS_LEFT,
                    last_error=None, failure_code=None, next_attempt_at=NOW, finished_at=None,
                    claim_token=None, submitted_at=None).returning(*_c)
 
+# Not an attempt: the attempt count and the claim are untouched; only the next try moves.
+HOLD = _statement(Move.HOLD, Status.QUEUED, due_by(NOW),
+                  next_attempt_at=bindparam("held_until", type_=UTCDateTime())).returning(*_c)
+
 _EVENT = insert(ActionEvent.__table__)
+_FORGET_HOLD = delete(ActionHold.__table__).where(ActionHold.__table__.c.action_id == bindparam("action_id"))
+_RECORD_HOLD = insert(ActionHold.__table__)
 _LOOK = select(ScheduledAction).where(ScheduledAction.id == bindparam("action_id")).execution_options(
     populate_existing=True)
 
@@ -245,13 +257,15 @@ def claim(session: Session, action_id: int, *, now: datetime, actor: Actor,
 
 
 def claim_many(session: Session, action_ids: list[int], *, now: datetime, actor: Actor,
-               max_attempts: int = DEFAULT_BUDGET) -> list[ScheduledAction]:
+               max_attempts: int = DEFAULT_BUDGET) -> list:
     """queued → submitted for every due row of ``action_ids`` in one statement, under one fresh token.
 
     The same guards as :func:`claim`; the rows it returns are the ones that flipped (a
     token names a claim, the id tells its rows apart). A row left out changed nothing:
     :func:`claim` it alone to learn why. If the publish guard refuses any row, the whole
     statement is undone and :class:`~models.actions.guard.PublishGuardViolation` is raised.
+    The rows come back as the UPDATE returned them (read-only rows with the table's columns
+    as attributes), not as ORM objects: a chunk of them is built many times a second.
     """
     if not action_ids:
         return []
@@ -261,7 +275,11 @@ def claim_many(session: Session, action_ids: list[int], *, now: datetime, actor:
     if rows:
         session.execute(_EVENT, [_event(row.id, Status.QUEUED, Status.SUBMITTED, now=now, actor=actor, reason=None)
                                  for row in rows])
-    return [_as_action(session, row) for row in rows]
+    for row in rows:
+        loaded = session.identity_map.get(session.identity_key(ScheduledAction, row.id))
+        if loaded is not None:
+            session.expire(loaded)
+    return rows
 
 
 def _accepted(provider_id: str | None) -> str:
@@ -361,3 +379,28 @@ def retry(session: Session, action_id: int, *, now: datetime, actor: Actor, work
     row = _guarded_execute(session, RETRY, params)
     return _moved_or_refused(session, row, Status.FAILED, Status.QUEUED, action_id=action_id, now=now, actor=actor,
                              reason="retried", workspace_id=workspace_id, max_attempts=max_attempts)
+
+
+HOLD_CAUSES = ("rate", "concurrency", "paused")
+
+
+def hold(session: Session, action_id: int, *, channel_id: int, until: datetime, late_from: datetime, cause: str,
+         message: str, now: datetime, actor: Actor) -> Outcome:
+    """queued → queued, due again at ``until``: its channel has no room now. Not an attempt.
+
+    ``late_from`` is the instant the row's lateness is measured from while the hold is
+    current (``until`` less the lateness it had when held), kept in ``action_holds``.
+    """
+    if cause not in HOLD_CAUSES:
+        raise ValueError(f"a hold is caused by one of {', '.join(HOLD_CAUSES)}, not {cause!r}")
+    if not late_from <= until:
+        raise ValueError("a held row's lateness is measured from no later than the end of its hold")
+    # Any update of a queued row passes the publish guard: a legacy duplicate raises here too.
+    row = _guarded_execute(session, HOLD, {"action_id": action_id, "held_until": until, "now": now})
+    outcome = _moved_or_refused(session, row, Status.QUEUED, Status.QUEUED, action_id=action_id, now=now,
+                                actor=actor, reason=message, otherwise=Refusal.NOT_DUE)
+    if outcome.ok:
+        session.execute(_FORGET_HOLD, {"action_id": action_id})
+        session.execute(_RECORD_HOLD, {"action_id": action_id, "channel_id": channel_id, "held_until": until,
+                                       "late_from": late_from, "cause": cause, "held_at": now})
+    return outcome

@@ -171,6 +171,32 @@ def queued_and_due_by(at):
     return and_(ScheduledAction.status == literal_column("'queued'"), due_by(at))
 
 
+class ActionHold(Base):
+    """A queued row its channel's limit held back (``lifecycle.hold``): when it may go, and how late it already was.
+
+    The hold is current while the row is queued and its ``next_attempt_at`` is ``held_until``.
+    Lateness is then measured from ``late_from`` (``held_until`` less the lateness the row
+    had when it was held), so time spent waiting for the channel never counts against the
+    row's misfire window, and time before or after the hold still does. A row that moves on
+    (claimed, retried, backed off) leaves a stale hold behind, which the tick clears.
+    """
+
+    __tablename__ = "action_holds"
+
+    action_id: Mapped[int] = mapped_column(ForeignKey("scheduled_actions.id", ondelete="RESTRICT"), primary_key=True)
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id", ondelete="RESTRICT"))
+    held_until: Mapped[datetime] = mapped_column(UTCDateTime())
+    late_from: Mapped[datetime] = mapped_column(UTCDateTime())
+    cause: Mapped[str] = mapped_column(String(16))  # rate, concurrency or paused
+    held_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    __table_args__ = (
+        CheckConstraint("cause IN ('rate', 'concurrency', 'paused')", name="cause"),
+        CheckConstraint("late_from <= held_until", name="late_from_before_held_until"),
+        Index("ix_action_holds_channel_held_until", "channel_id", "held_until"),
+    )
+
+
 class ActionEvent(Base):
     """One status change of one row: from, to, when, who or which job, and why."""
 

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from models.channels.limits import validate_limits
 from models.channels.tables import CHANNEL_NAME, Channel, ChannelKind
 from models.core.errors import Conflict, InvalidInput, NotFound
 from models.core.secrets_box import SecretBox
@@ -37,6 +38,7 @@ def validate_channel(name, kind, config) -> None:
         url = config.get("url")
         if not isinstance(url, str) or not _WEB_URL.match(url):
             raise InvalidInput("A webhook channel needs an http(s) url.", field="url")
+    validate_limits(kind.value, config)
 
 
 def save_channel(

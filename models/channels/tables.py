@@ -50,3 +50,22 @@ class Channel(Base):
     def secret(self, box: SecretBox) -> str | None:
         """The plaintext secret; call only at send time, and never log it."""
         return box.open(self.secret_sealed) if self.secret_sealed else None
+
+
+class ChannelThrottle(Base):
+    """How fast a channel may send right now, shared by every consumer on every host.
+
+    One row per channel that has sent under a limit or been told to wait (``models.clock.pacing``
+    creates it on first use and is its only writer). The rate is kept as a schedule of slots:
+    the next send may start at ``next_slot_at``; rows held back queue behind ``line_until``;
+    a provider's ``Retry-After`` stops every send until ``paused_until``.
+    """
+
+    __tablename__ = "channel_throttles"
+
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id", ondelete="RESTRICT"), primary_key=True)
+    next_slot_at: Mapped[datetime | None] = mapped_column(UTCDateTime())  # the earliest start of the next send
+    line_until: Mapped[datetime | None] = mapped_column(UTCDateTime())  # the slot promised to the last row held back
+    paused_until: Mapped[datetime | None] = mapped_column(UTCDateTime())  # no send before this (Retry-After)
+    pause_reason: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())

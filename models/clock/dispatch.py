@@ -1,62 +1,78 @@
 """Claim due rows and send them: the dispatch worker's whole job, minus the queue.
 
 A queue task carries a chunk of row ids (``policy.dispatch_chunk``); one look reads them
-all with their channels, and each row then goes one of two ways::
+all with their channels (and, for channels under a limit, their throttle and holds), and
+each row then goes one of two ways::
 
-    a provider that calls out (webhook, smtp, postmark, twilio, mastodon), one row at a time:
+    a provider that calls out (webhook, smtp, postmark, twilio, mastodon), each row on its own:
       1. skip it if the look found it no longer queued. Then one short write transaction:
          ask the pre-send checks the wings registered for its origin (models.core.hooks; a
          check that says stop cancels the row instead of claiming it, so nothing ever moves
          submitted → cancelled); fail it as missed_window if it is later than its action
-         type allows (re-read under the write lock; unless its wing's check decides
-         lateness itself, as a recurring rule's misfire policy does); else claim it
-         (queued → submitted, attempt + 1, a fresh claim token). A claim refused for attempts → failed
-         attempts_exhausted; a claim the publish guard refuses (a legacy duplicate) →
-         failed duplicate_of_published.
-      2. no transaction: decrypt the channel secret and call the provider.
-      3. one short write transaction: record the outcome with the claim token.
+         type allows (re-read under the write lock; time spent held by its channel's limit
+         does not count; a wing whose check decides lateness itself, as a recurring
+         rule's misfire policy does, judges its rows instead); if its channel is under a limit or paused, ask the channel for
+         room (models.clock.pacing): no room holds it (queued → queued, due again when
+         there is room, not an attempt); else claim it (queued → submitted, attempt + 1, a
+         fresh claim token). A claim refused for attempts → failed attempts_exhausted; a
+         claim the publish guard refuses (a legacy duplicate) → failed duplicate_of_published.
+      2. no transaction: wait for its slot if the channel gave one a moment ahead, decrypt
+         the channel secret and call the provider.
+      3. one short write transaction: record the outcome with the claim token (a
+         Retry-After also pauses the channel for every row).
 
     a local provider (log), the chunk's rows together, in one write transaction:
       the same pre-send checks, misses and claims (every on-time row in one guarded UPDATE), the
       deliveries (one INSERT), and the outcomes: the outbox entry and the published
       status commit together or not at all.
 
-A queue task sends at most one row that calls out and hands the chunk's others back to
-the queue as tasks of their own (``defer``): they go out in parallel across the
-consumer's workers, a task lasts at most one provider call, and a dead worker leaves only
-the row it was sending in doubt.
+Rows that call out are sent in *lanes*, which run side by side on the consumer's pool of
+sending threads (``DispatchContext.pool``, ``policy.sends_in_flight`` threads), so a chunk's
+waits on the network overlap. A lane sends its rows one after another through one provider
+session: one row per lane for the HTTP providers (keep-alive comes from the channel's own
+pooled client), or as many lanes as a channel's concurrency cap, and for SMTP a chunk's
+rows of one channel over one or two connections (``CONNECTIONS_PER_CHUNK``, at least ten
+messages each), each connection carrying its share.
+Each row is claimed just before its own send and its outcome committed just after, so a
+worker killed mid-chunk leaves in doubt only the rows its lanes were sending at that moment;
+the others are still queued, or already recorded.
 
 | provider outcome        | the row                                                                 |
 |-------------------------|-------------------------------------------------------------------------|
 | success                 | published, with the provider's id                                       |
-| not sent / retry later  | reverted to queued, next attempt backed off (Retry-After honoured); failed attempts_exhausted once the budget is spent |
+| not sent / retry later  | reverted to queued, next attempt backed off (Retry-After honoured, and the channel paused for everyone until then); failed attempts_exhausted once the budget is spent |
 | permanent               | failed permanent, with the provider's words                             |
 | unknown                 | failed outcome_unknown; retried with the same key if the provider honours one |
+| no room on the channel  | (before any claim) held: still queued, due when the channel has room; not an attempt, not lateness |
 
 Only the worker whose claim flipped the row talks to the provider, so a row is handed to
 a provider at most once per claim, and a claim happens at most ``max_attempts`` times.
 """
 
 import logging
+import time
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import and_, bindparam, select
 from sqlalchemy.engine import Engine
 
 from models.actions import lifecycle
-from models.actions.tables import CancelKind, FailureCode, ScheduledAction, Status
+from models.actions.tables import ActionHold, CancelKind, FailureCode, ScheduledAction, Status
 from models.timing.backoff import backoff_delay
 from models.timing.clock import Clock
-from models.channels.tables import Channel
+from models.channels.limits import limits_for
+from models.channels.tables import Channel, ChannelThrottle
+from models.clock import pacing
 from models.core.database import read_session, write_session
 from models.actions.guard import PublishGuardViolation
 from models.core.moves import Actor, Refusal
 from models.core.hooks import Hooks
 from models.core.policy import Policy
 from models.core.runtime import Runtime
-from models.channels.providers.http import http_client
+from models.channels.providers.http import channel_client
 from models.channels.providers import Delivery, SendContext, SendOutcome, SendResult, is_local, provider_for
 from models.core.secrets_box import SecretBox, SecretUnreadable
 
@@ -71,7 +87,7 @@ class DispatchOutcome:
     FAILED = "failed"  # reason: the failure code
     MISSED = "missed"  # failed before any claim: reason missed_window / duplicate_of_published / attempts_exhausted
     SKIPPED = "skipped"  # nothing done: reason not_found / cancelled / submitted / published / failed / not_due
-    DEFERRED = "deferred"  # not touched: handed back to the queue to run as a task of its own
+    HELD = "held"  # still queued, due again when its channel has room: reason rate / concurrency / paused
     STOPPED = "stopped"  # cancelled instead of claimed: a wing's pre-send check said no (reason: the cancel kind)
     ERROR = "error"  # not touched: the database refused its delivery; still queued for the next tick
 
@@ -81,7 +97,7 @@ class DispatchResult:
     action_id: int
     outcome: str
     reason: str | None = None
-    retry_at: datetime | None = None  # for a reverted row: when it is due again
+    retry_at: datetime | None = None  # for a reverted or held row: when it is due again
 
     @property
     def label(self) -> str:
@@ -90,30 +106,44 @@ class DispatchResult:
 
 @dataclass(frozen=True)
 class DispatchContext:
-    """The collaborators a dispatch needs; the shells build it from the app's runtime."""
+    """The collaborators a dispatch needs; the shells build it from the app's runtime.
+
+    ``pool`` runs the lanes of rows that call out side by side (the consumer's sending
+    threads); without one they run one after another in the calling thread. A pool's
+    threads have no app context, so a context with a pool needs its ``engine``.
+    """
 
     clock: Clock
     policy: Policy
     secret_box: SecretBox
     engine: Engine | None = None
     hooks: Hooks = field(default_factory=Hooks)  # the wings' pre-send checks
+    pool: Executor | None = None
+    sleep: Callable[[float], None] = time.sleep  # how a lane waits for its channel's slot
 
     @classmethod
-    def of(cls, runtime: Runtime, engine: Engine | None = None) -> "DispatchContext":
+    def of(cls, runtime: Runtime, engine: Engine | None = None, pool: Executor | None = None) -> "DispatchContext":
         """The context of the app whose runtime this is."""
+        if pool is not None and engine is None:
+            raise ValueError("a dispatch with a pool of sending threads needs the engine: its threads have no app context")
         return cls(clock=runtime.clock, policy=runtime.policy, secret_box=runtime.secret_box, engine=engine,
-                   hooks=runtime.hooks)
+                   hooks=runtime.hooks, pool=pool)
 
 
-def is_late(action: ScheduledAction, now: datetime, policy: Policy) -> bool:
-    """Later than its action type allows, measured from the next attempt when set, else publish_at."""
-    return now - action.due_at > policy.lateness_allowed(action.action_type)
+def is_late(action: ScheduledAction, now: datetime, policy: Policy, late_from: datetime | None = None) -> bool:
+    """Later than its action type allows, measured from the next attempt when set, else publish_at.
+
+    A row its channel holds back (``late_from``, from its current hold) is measured from
+    there instead: the time it waited for the channel is not lateness.
+    """
+    return now - (late_from or action.due_at) > policy.lateness_allowed(action.action_type)
 
 
-def late_message(action: ScheduledAction, now: datetime, policy: Policy) -> str:
-    late = now - action.due_at
+def late_message(action: ScheduledAction, now: datetime, policy: Policy, late_from: datetime | None = None) -> str:
+    late = now - (late_from or action.due_at)
     allowed = policy.lateness_allowed(action.action_type)
-    return (f"missed its window: {_duration(late)} late, {action.action_type} may be at most "
+    held = " (not counting the time its channel held it back)" if late_from else ""
+    return (f"missed its window: {_duration(late)} late{held}, {action.action_type} may be at most "
             f"{_duration(allowed)} late")
 
 
@@ -131,49 +161,45 @@ def chunks(items: list, size: int) -> list[list]:
     return [items[start:start + size] for start in range(0, len(items), size)]
 
 
-def dispatch_actions(
-    action_ids: list[int],
-    context: DispatchContext,
-    *,
-    clock_run_id: int | None = None,
-    defer: Callable[[list[int]], None] | None = None,
-) -> list[DispatchResult]:
+@dataclass
+class _Looked:
+    """A row as the chunk's look found it, with its channel and what limits it."""
+
+    row: ScheduledAction
+    channel: Channel
+    late_from: datetime | None  # from the row's current hold, if it is held
+
+
+def dispatch_actions(action_ids: list[int], context: DispatchContext, *,
+                     clock_run_id: int | None = None) -> list[DispatchResult]:
     """Dispatch a chunk of rows (one queue task's worth); one result per id, in order.
 
     One look at all of them first. Rows whose channel delivers into our own database go
-    through :func:`deliver_locally` together; every other row goes through
-    :func:`dispatch_action` alone, with its own claim, send and outcome.
-
-    ``defer`` (a queue task) keeps a chunk to one row that calls out: the others are
-    passed to it, untouched, before anything is sent, and come back ``deferred``. The
-    queue runs each as a task of its own, so rows behind a slow provider are sent in
-    parallel by the consumer's workers, and a task lasts at most one provider call.
+    through :func:`deliver_locally` together; the others are sent in lanes (see the module
+    docstring), each row with its own claim, send and outcome.
     """
     actor = Actor.job("dispatch", clock_run_id)
     ids = list(dict.fromkeys(action_ids))
     with read_session(context.engine) as session:
-        found = {row.id: (row, channel) for row, channel in session.execute(_LOOK, {"action_ids": ids})}
+        found = {row.id: _Looked(row, channel, late_from)
+                 for row, channel, late_from in session.execute(_LOOK, {"action_ids": ids})}
         session.expunge_all()
     results: dict[int, DispatchResult] = {}
     local: list[tuple[ScheduledAction, Channel]] = []
-    remote: list[int] = []
+    remote: list[_Looked] = []
     for action_id in ids:
-        if action_id not in found:
+        looked = found.get(action_id)
+        if looked is None:
             results[action_id] = DispatchResult(action_id, DispatchOutcome.SKIPPED, "not_found")
-        elif found[action_id][0].status != Status.QUEUED.value:
-            results[action_id] = DispatchResult(action_id, DispatchOutcome.SKIPPED, found[action_id][0].status)
-        elif is_local(found[action_id][1].kind):
-            local.append(found[action_id])
+        elif looked.row.status != Status.QUEUED.value:
+            results[action_id] = DispatchResult(action_id, DispatchOutcome.SKIPPED, looked.row.status)
+        elif is_local(looked.channel.kind):
+            local.append((looked.row, looked.channel))
         else:
-            remote.append(action_id)
-    if defer is not None and len(remote) > 1:
-        remote, deferred = remote[:1], remote[1:]
-        defer(deferred)
-        results.update((action_id, DispatchResult(action_id, DispatchOutcome.DEFERRED)) for action_id in deferred)
+            remote.append(looked)
     if local:
         results.update(_deliver_locally_or_row_by_row(local, context, actor))
-    for action_id in remote:
-        results[action_id] = _dispatch_one(*found[action_id], context, actor)
+    results.update(_send_in_lanes(remote, context, actor))
     return [results[action_id] for action_id in ids]
 
 
@@ -182,26 +208,135 @@ def dispatch_action(action_id: int, context: DispatchContext, *, clock_run_id: i
     return dispatch_actions([action_id], context, clock_run_id=clock_run_id)[0]
 
 
-def _dispatch_one(row: ScheduledAction, channel: Channel, context: DispatchContext, actor: Actor) -> DispatchResult:
-    """Claim, send and record one row that calls out, from the chunk's look at it."""
+# A chunk's messages for one SMTP channel go over at most this many connections, each
+# carrying at least MESSAGES_PER_CONNECTION of them (a channel's concurrency cap bounds it too).
+CONNECTIONS_PER_CHUNK = 2
+MESSAGES_PER_CONNECTION = 10
+
+
+def lanes_of(rows: list[_Looked]) -> list[list[_Looked]]:
+    """The lanes a chunk's rows that call out are sent in.
+
+    A channel whose provider keeps a session (SMTP) sends its rows over one or two
+    connections, each carrying its share one message after another; a channel with a
+    concurrency cap gets at most that many lanes, its rows dealt out in turn, so the chunk
+    itself never knocks on a full cap; any other row has a lane of its own.
+    """
+    per_channel: dict[int, int] = {}
+    for looked in rows:
+        per_channel[looked.channel.id] = per_channel.get(looked.channel.id, 0) + 1
+    lanes: list[list[_Looked]] = []
+    shared: dict[int, list[list[_Looked]]] = {}
+    dealt: dict[int, int] = {}
+    for looked in rows:
+        channel = looked.channel
+        cap = limits_for(channel.kind, channel.config).concurrency
+        if _keeps_a_session(channel.kind):
+            width = min(CONNECTIONS_PER_CHUNK, -(-per_channel[channel.id] // MESSAGES_PER_CONNECTION), cap or 1000)
+        else:
+            width = cap
+        if width is None:
+            lanes.append([looked])
+            continue
+        mine = shared.setdefault(channel.id, [])
+        turn = dealt.get(channel.id, 0)
+        dealt[channel.id] = turn + 1
+        if len(mine) < width:
+            mine.append([])
+            lanes.append(mine[-1])
+        mine[turn % width].append(looked)
+    return lanes
+
+
+def _keeps_a_session(kind: str) -> bool:
+    try:
+        return hasattr(provider_for(kind), "open_session")
+    except LookupError:
+        return False
+
+
+def _send_in_lanes(rows: list[_Looked], context: DispatchContext, actor: Actor) -> dict[int, DispatchResult]:
+    """Every lane to its end, side by side on the pool when there is one; a lane that raised raises here after the others finished."""
+    lanes = lanes_of(rows)
+    if context.pool is None or len(lanes) < 2:
+        results: dict[int, DispatchResult] = {}
+        for lane in lanes:
+            results.update(_send_lane(lane, context, actor))
+        return results
+    futures = [context.pool.submit(_send_lane, lane, context, actor) for lane in lanes]
+    results, failure = {}, None
+    for future in futures:
+        try:
+            results.update(future.result())
+        except Exception as exc:  # re-raised once every lane is done, so none is abandoned half way
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+    return results
+
+
+def _send_lane(lane: list[_Looked], context: DispatchContext, actor: Actor) -> dict[int, DispatchResult]:
+    """One lane: its rows one after another, through one provider session."""
+    channel = lane[0].channel
+    limits = limits_for(channel.kind, channel.config)
+    try:
+        provider = provider_for(channel.kind)
+    except LookupError:
+        provider = None
+    session = provider.open_session() if provider is not None and hasattr(provider, "open_session") else None
+    http = channel_client(channel.id, limits.concurrency or context.policy.sends_in_flight)
+    results = {}
+    try:
+        for looked in lane:
+            results[looked.row.id] = _dispatch_one(looked, limits, context, actor, provider=session or provider,
+                                                   http=http)
+    finally:
+        if session is not None:
+            session.close()
+    return results
+
+
+def _dispatch_one(looked: _Looked, limits, context: DispatchContext, actor: Actor, *, provider, http) -> DispatchResult:
+    """Admit (or hold), claim, send and record one row that calls out, from the chunk's look at it."""
+    row, channel = looked.row, looked.channel
+    slot = None
     with write_session(context.engine) as session:
         now = context.clock.now()
         stopped = _stop_in(session, [row], context, now, actor)
-        claimed = stopped[row.id] if stopped else _claim_in(session, row, now, context.policy, actor, context.hooks)
-    if isinstance(claimed, DispatchResult):
-        return claimed
-    result = send(claimed, channel, context)
+        if stopped:
+            return stopped[row.id]
+        gate = None
+        # Read in the claim's transaction, not in the look: a pause another row's 429 set a
+        # moment ago holds this row too.
+        paused_until = session.scalar(_PAUSE_OF, {"channel_id": channel.id})
+        if pacing.needs_admission(limits, paused_until, now):
+            gate = lambda: pacing.admit(session, channel, limits, context.clock, in_line=looked.late_from is not None)  # noqa: E731
+        claimed = _claim_in(session, row, now, context.policy, actor, late_from=looked.late_from, gate=gate,
+                            channel=channel, hooks=context.hooks)
+        if isinstance(claimed, DispatchResult):
+            return claimed
+        claimed, slot = claimed
+    if slot is not None:
+        wait = (slot - context.clock.now()).total_seconds()
+        if wait > 0:
+            context.sleep(wait)
+    result = send(claimed, channel, context, provider=provider, http=http)
     return record_outcome(claimed, channel.kind, result, context, actor)
 
 
-# The rows of a chunk and their channels in one query, built once. The look is taken
+# The rows of a chunk and their channels in one query, built once, with the row's current
+# hold (its lateness anchor, and its place in its channel's line). The look is taken
 # outside the write lock (on SQLite every writer waits its turn for it): a row another
 # worker already took is skipped there, and the claims re-check every row under the lock.
 _LOOK = (
-    select(ScheduledAction, Channel)
+    select(ScheduledAction, Channel, ActionHold.late_from)
     .join(Channel, Channel.id == ScheduledAction.channel_id)
+    .outerjoin(ActionHold, pacing.current_hold_join())
     .where(ScheduledAction.id.in_(bindparam("action_ids", expanding=True)))
 )
+_PAUSE_OF = select(ChannelThrottle.paused_until).where(ChannelThrottle.channel_id == bindparam("channel_id"))
+_HOLD_OF = select(ActionHold.late_from).join(ScheduledAction, and_(
+    pacing.current_hold_join(), ScheduledAction.id == bindparam("action_id")))
 
 
 def _stop_in(session, rows: list[ScheduledAction], context: DispatchContext, now: datetime,
@@ -224,22 +359,38 @@ def _stop_in(session, rows: list[ScheduledAction], context: DispatchContext, now
     return results
 
 
-def _claim_in(session, row: ScheduledAction, now: datetime, policy: Policy, actor: Actor,
-              hooks: Hooks | None = None) -> ScheduledAction | DispatchResult:
-    """In the caller's write transaction: miss ``row`` if it is late, else claim it; the claimed row, or why not.
+def _claim_in(session, row: ScheduledAction, now: datetime, policy: Policy, actor: Actor, *,
+              late_from: datetime | None = None, gate: Callable[[], "pacing.Admission"] | None = None,
+              channel: Channel | None = None, hooks: Hooks | None = None,
+              ) -> tuple[ScheduledAction, datetime | None] | DispatchResult:
+    """In the caller's write transaction: miss ``row`` if it is late, hold it if ``gate`` finds no room on its
+    channel, else claim it; the claimed row and its slot, or why not.
 
     A row whose wing decides lateness itself (``hooks.lateness_decided``) was judged by its pre-send check.
     """
     action_id = row.id
-    if (hooks is None or hooks.lateness_applies(row.origin)) and is_late(row, now, policy):
+    if (hooks is None or hooks.lateness_applies(row.origin)) and is_late(row, now, policy, late_from):
         # The look may be stale (another worker may have claimed and reverted the row,
         # or an admin retried it, moving its due time): decide on the row as it is now.
         row = session.get(ScheduledAction, action_id, populate_existing=True)
         if row is None or row.status != Status.QUEUED.value:
             return DispatchResult(action_id, DispatchOutcome.SKIPPED, row.status if row else "not_found")
-        if is_late(row, now, policy):
-            return _miss(session, row.id, FailureCode.MISSED_WINDOW, late_message(row, now, policy), now, actor)
+        late_from = session.scalar(_HOLD_OF, {"action_id": action_id})
+        if is_late(row, now, policy, late_from):
+            return _miss(session, row.id, FailureCode.MISSED_WINDOW, late_message(row, now, policy, late_from), now,
+                         actor)
+    slot = None
     try:
+        if gate is not None:
+            admission = gate()
+            if admission.held:
+                held = pacing.hold(session, row, channel, admission, late_from=late_from or row.due_at, now=now,
+                                   actor=actor)
+                if not held.ok:
+                    return DispatchResult(action_id, DispatchOutcome.SKIPPED,
+                                          held.status if held.reason is Refusal.WRONG_STATE else held.reason.value)
+                return DispatchResult(action_id, DispatchOutcome.HELD, admission.cause, admission.hold_until)
+            slot = admission.slot
         outcome = lifecycle.claim(session, action_id, now=now, actor=actor, max_attempts=policy.max_attempts)
     except PublishGuardViolation:
         return _miss(session, action_id, FailureCode.DUPLICATE_OF_PUBLISHED,
@@ -251,7 +402,7 @@ def _claim_in(session, row: ScheduledAction, now: datetime, policy: Policy, acto
                          f"not sent: all {policy.max_attempts} attempts used{last}", now, actor)
         return DispatchResult(action_id, DispatchOutcome.SKIPPED,
                               outcome.status if outcome.reason is Refusal.WRONG_STATE else outcome.reason.value)
-    return outcome.row
+    return outcome.row, slot
 
 
 def _deliver_locally_or_row_by_row(
@@ -320,11 +471,11 @@ def deliver_locally(
         flipped = {action.id for action in claimed}
         for row, _ in rows:
             if row.id not in flipped:
-                one = _claim_in(session, row, now, policy, actor, context.hooks)
+                one = _claim_in(session, row, now, policy, actor, hooks=context.hooks)
                 if isinstance(one, DispatchResult):
                     results[row.id] = one
                 else:
-                    claimed.append(one)
+                    claimed.append(one[0])
         order = {row.id: position for position, (row, _) in enumerate(rows)}
         claimed.sort(key=lambda action: order[action.id])  # delivered in the order the rows fell due
         published = []
@@ -373,10 +524,15 @@ def _delivery(action: ScheduledAction, channel: Channel, context: DispatchContex
     )
 
 
-def send(action: ScheduledAction, channel: Channel, context: DispatchContext) -> SendResult:
-    """Step 2, outside any transaction: decrypt the secret and call the provider."""
+def send(action: ScheduledAction, channel: Channel, context: DispatchContext, *, provider=None,
+         http=None) -> SendResult:
+    """Step 2, outside any transaction: decrypt the secret and call the provider.
+
+    ``provider`` is the lane's provider session (an SMTP connection kept open across the
+    lane's rows) or the provider module; ``http`` the channel's pooled HTTP client.
+    """
     try:
-        provider = provider_for(channel.kind)
+        provider = provider or provider_for(channel.kind)
     except LookupError as exc:
         return SendResult(SendOutcome.NOT_SENT, str(exc))
     try:
@@ -384,7 +540,7 @@ def send(action: ScheduledAction, channel: Channel, context: DispatchContext) ->
     except SecretUnreadable as exc:
         return SendResult(SendOutcome.NOT_SENT, str(exc))
     send_context = SendContext(now=context.clock.now(), timeout=context.policy.provider_timeout.total_seconds(),
-                               http=http_client())
+                               http=http or channel_client(channel.id, context.policy.sends_in_flight))
     try:
         return provider.send(delivery, send_context)
     except Exception as exc:  # a fault in a provider module: we cannot tell whether it sent
@@ -418,6 +574,10 @@ def _record_in(session, action: ScheduledAction, channel_kind: str, result: Send
         delay = backoff_delay(action.attempt_count, base=policy.backoff_base, cap=policy.backoff_cap,
                               retry_after=result.retry_after)
         retry_at = now + delay
+        if result.outcome is SendOutcome.RETRY_LATER and result.retry_after is not None:
+            # The provider asked the channel, not this row, to wait: every row of it waits.
+            pacing.pause(session, action.channel_id, until=now + result.retry_after, now=now,
+                         reason=f"{result.message} (action {action.id})")
         note = " (retrying with the same Idempotency-Key)" if retry_with_key else ""
         moved = lifecycle.revert(session, action.id, claim_token=token, next_attempt_at=retry_at,
                                  message=f"attempt {action.attempt_count}: {result.message}{note}", now=now,

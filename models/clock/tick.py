@@ -6,9 +6,10 @@ One pass, in this order, each step in short transactions of its own:
    to a dead worker: it becomes ``failed`` (``worker_lost``; outcome unknown). It is never
    re-sent; an operator decides.
 2. **Misfire.** A queued row later than its action type allows (measured from
-   ``next_attempt_at`` when set, else ``publish_at``) becomes ``failed``
-   (``missed_window``) without a send. Rows whose wing decides lateness itself (a recurring
-   rule's misfire policy, ``Hooks.lateness_decided``) are left to its pre-send check.
+   ``next_attempt_at`` when set, else ``publish_at``; for a row its channel's limit holds
+   back, without the time held) becomes ``failed`` (``missed_window``) without a send.
+   Holds of rows that have moved on are cleared. Rows whose wing decides lateness itself (a
+   recurring rule's misfire policy, ``Hooks.lateness_decided``) are left to its pre-send check.
 3. **Drain.** Due rows (``queued``, ``publish_at <= now``, ``next_attempt_at`` empty or
    past) in ``(publish_at, id)`` order, ``policy.tick_batch_size`` at a time, each batch
    handed to the dispatcher, until none is due or ``policy.tick_budget`` is spent (a
@@ -38,15 +39,16 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Protocol
 
-from sqlalchemy import and_, not_, or_, select
+from sqlalchemy import and_, func, not_, or_, select
 from sqlalchemy.engine import Engine
 
 from models.actions import lifecycle
-from models.actions.tables import FailureCode, ScheduledAction, Status, queued_and_due_by
+from models.actions.tables import ActionHold, FailureCode, ScheduledAction, Status, queued_and_due_by
 from models.core.keyset import after as keyset_after
 from models.clock.runs import run_recorded
 from models.core.database import read_session, write_session
 from models.clock.dispatch import DispatchContext, chunks, dispatch_actions, is_late, late_message
+from models.clock.pacing import current_hold_join, forget_stale_holds
 from models.core.hooks import Hooks
 from models.core.moves import Actor
 from models.core.policy import Policy
@@ -103,14 +105,12 @@ def due_batch(session, now: datetime, *, after: tuple[datetime, int] | None, lim
 
 
 def _late_clause(now: datetime, policy: Policy):
-    due_at = ScheduledAction.next_attempt_at
+    """Later than the row's type allows, from its lateness anchor: a current hold's ``late_from``, else
+    ``next_attempt_at``, else ``publish_at`` (the query outer-joins the row's current hold)."""
+    anchor = func.coalesce(ActionHold.late_from, ScheduledAction.next_attempt_at, ScheduledAction.publish_at)
     typed = list(policy.max_lateness.items())
-    late = lambda allowed: or_(  # noqa: E731
-        and_(due_at.is_(None), ScheduledAction.publish_at < now - allowed),
-        due_at < now - allowed,
-    )
-    clauses = [and_(ScheduledAction.action_type == kind, late(allowed)) for kind, allowed in typed]
-    others = late(policy.default_max_lateness)
+    clauses = [and_(ScheduledAction.action_type == kind, anchor < now - allowed) for kind, allowed in typed]
+    others = anchor < now - policy.default_max_lateness
     if typed:
         others = and_(not_(ScheduledAction.action_type.in_([kind for kind, _ in typed])), others)
     clauses.append(others)
@@ -121,30 +121,34 @@ def sweep_misfires(*, now: datetime, policy: Policy, actor: Actor, engine: Engin
                    exempt_origins: Iterable[str] = ()) -> int:
     """Fail every queued row later than its window (``missed_window``); returns how many.
 
-    Rows of ``exempt_origins`` are left to their wing's pre-send check, which decides their lateness.
+    Holds of rows that have moved on are cleared first, so the ones left are current. Rows of
+    ``exempt_origins`` are left to their wing's pre-send check, which decides their lateness.
     """
+    with write_session(engine) as session:
+        forget_stale_holds(session)
     missed = 0
     cursor = None
     exempt = sorted(exempt_origins)
     while True:
         with read_session(engine) as session:
-            candidates = list(session.scalars(
-                select(ScheduledAction)
+            candidates = session.execute(
+                select(ScheduledAction, ActionHold.late_from)
+                .outerjoin(ActionHold, current_hold_join())
                 .where(ScheduledAction.status == Status.QUEUED.value, ScheduledAction.publish_at <= now,
                        _late_clause(now, policy), _after(cursor),
                        *([ScheduledAction.origin.not_in(exempt)] if exempt else []))
                 .order_by(ScheduledAction.publish_at, ScheduledAction.id)
                 .limit(_SWEEP_BATCH)
-            ))
+            ).all()
         if not candidates:
             return missed
-        cursor = (candidates[-1].publish_at, candidates[-1].id)
+        cursor = (candidates[-1][0].publish_at, candidates[-1][0].id)
         with write_session(engine) as session:
-            for row in candidates:
-                if not is_late(row, now, policy):
+            for row, late_from in candidates:
+                if not is_late(row, now, policy, late_from):
                     continue
                 moved = lifecycle.miss(session, row.id, code=FailureCode.MISSED_WINDOW,
-                                       message=late_message(row, now, policy), now=now, actor=actor)
+                                       message=late_message(row, now, policy, late_from), now=now, actor=actor)
                 missed += moved.ok
         if len(candidates) < _SWEEP_BATCH:
             return missed

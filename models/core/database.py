@@ -8,9 +8,10 @@ with SQLITE_BUSY_SNAPSHOT whatever the busy timeout; taking the write lock up fr
 makes the second writer wait its turn instead.
 """
 
+import threading
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from flask import has_app_context
 from flask_sqlalchemy import SQLAlchemy
@@ -25,6 +26,8 @@ db = SQLAlchemy(model_class=Base)
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 WRITE_OPTION = "tickwork_write"
 _configured: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+_writer_locks: "weakref.WeakKeyDictionary[Engine, threading.RLock]" = weakref.WeakKeyDictionary()
+_writer_locks_guard = threading.Lock()
 
 
 def configure_engine(engine: Engine) -> None:
@@ -51,6 +54,24 @@ def configure_engine(engine: Engine) -> None:
             conn.exec_driver_sql("BEGIN")
 
 
+def _writers_of(engine: Engine):
+    """On SQLite, the lock this process's writers queue on; elsewhere nothing to wait for.
+
+    SQLite admits one writer at a time, and a writer that finds the database locked sleeps
+    in its busy handler (1, 2, 5, 10 ... 100 ms) before it looks again, so threads of one
+    process taking turns through it leave the database idle between them. Queued on a lock
+    here, the next writer starts the moment the last one commits. Other processes still meet
+    the busy timeout. Re-entrant, so a nested writer fails as it would without it.
+    """
+    if engine.dialect.name != "sqlite":
+        return nullcontext()
+    with _writer_locks_guard:
+        lock = _writer_locks.get(engine)
+        if lock is None:
+            lock = _writer_locks[engine] = threading.RLock()
+    return lock
+
+
 def begin_write(session: Session) -> None:
     """Start ``session``'s transaction as a writer (``BEGIN IMMEDIATE`` on SQLite)."""
     session.connection(execution_options={WRITE_OPTION: True})
@@ -66,7 +87,8 @@ def write_session(engine: Engine | None = None) -> Iterator[Session]:
     read transaction keeps seeing the database as it was when it began, so a request that read,
     then wrote, would otherwise render its answer without its own write.
     """
-    with Session(engine or db.engine, expire_on_commit=False) as session:
+    engine = engine or db.engine
+    with _writers_of(engine), Session(engine, expire_on_commit=False) as session:
         begin_write(session)
         try:
             yield session

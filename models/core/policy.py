@@ -28,12 +28,16 @@ class Policy:
     tick_batch_size: int = 200
     tick_budget: timedelta = timedelta(seconds=50)
     # Rows per dispatch task. A chunk shares one look, and its log-provider rows share one
-    # transaction; of its rows that call out, the task sends one and queues the others as
-    # tasks of their own, so they run in parallel and a dead worker leaves one row in doubt.
+    # transaction; its rows that call out are sent side by side by the consumer's sending
+    # threads, each claimed just before its own send.
     dispatch_chunk: int = 50
-    # Timeouts, in the order they must fire. A dispatch task makes at most one provider
-    # call (models.dispatch), so it ends within provider_timeout and two short writes;
-    # task_timeout is the bound that must hold between that and recovery.
+    # Sends in flight at once per consumer process (its pool of sending threads): the
+    # waits on the network overlap up to this many.
+    sends_in_flight: int = 32
+    # Timeouts, in the order they must fire. A row spends at most one provider call (and,
+    # under a rate limit, a wait of at most a second for its slot) in submitted, so its
+    # worker records it within provider_timeout and two short writes; task_timeout is the
+    # bound that must hold between that and recovery.
     provider_timeout: timedelta = timedelta(seconds=30)
     task_timeout: timedelta = timedelta(minutes=2)
     recovery_timeout: timedelta = timedelta(minutes=10)
@@ -85,6 +89,8 @@ class Policy:
                              "3600 seconds)")
         if not 1 <= self.work_max_batch <= 10_000:
             raise ValueError("work_max_batch is from 1 to 10000 schedules")
+        if not 1 <= self.sends_in_flight <= 1000:
+            raise ValueError("sends_in_flight is from 1 to 1000")
 
     def due_soon_horizon(self, now: datetime) -> datetime:
         """Rows due by this instant are handed to the queue at once, with an eta; the next tick takes later ones."""

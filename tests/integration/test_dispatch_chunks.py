@@ -196,26 +196,42 @@ def _refuse_outbox_entries_for(app, backend: str, action_id: int) -> None:
 
 
 
-def test_a_queue_task_sends_one_row_that_calls_out_and_defers_the_others_untouched(app, clock, httpserver):
-    """Rows that call out run in parallel as tasks of their own; a task is at most one provider call."""
-    httpserver.expect_request("/hook").respond_with_json({"id": "r"})
-    hook_ws = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
-    log_ws = make_channel(app, workspace="Logs")
-    hooked = add_actions(app, hook_ws, 3)
-    logged = add_actions(app, log_ws, 2)
-    handed_back = []
+@pytest.fixture
+def threaded_httpserver():
+    from pytest_httpserver import HTTPServer
 
-    def defer(ids):
-        # Nothing has been sent yet when the others are handed back.
-        assert len(httpserver.log) == 0 and {r.status for r in rows(app, ids).values()} == {"queued"}
-        handed_back.extend(ids)
+    server = HTTPServer(host="127.0.0.1", threaded=True)
+    server.start()
+    yield server
+    server.clear()
+    server.stop()
 
-    with app.app_context():
-        rt = runtime()
-        context = DispatchContext.of(rt)
-        results = dispatch_actions(hooked + logged, context, defer=defer)
-    assert [r.label for r in results] == ["published", "deferred", "deferred", "published", "published"]
-    assert handed_back == hooked[1:] and claims_of(app, hooked[1:]) == 0 and len(httpserver.log) == 1
+
+def test_a_chunks_rows_that_call_out_wait_on_the_network_side_by_side_each_claimed_for_its_own_send(
+        app, clock, threaded_httpserver):
+    """Four sends in flight at once from one chunk: each receiver call waits until all four have arrived."""
+    from concurrent.futures import ThreadPoolExecutor
+    from werkzeug import Response
+
+    from models.core.database import db
+
+    httpserver = threaded_httpserver
+    workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
+    ids = add_actions(app, workspace_id, 4)
+    together = threading.Barrier(4, timeout=10)
+    seen = []
+
+    def answer(request):
+        together.wait()  # raises (and answers 500) unless the four are in flight together
+        seen.append({i: r.status for i, r in rows(app, ids).items()})
+        return Response('{"id": "ok"}', status=200, content_type="application/json")
+
+    httpserver.expect_request("/hook").respond_with_handler(answer)
+    with app.app_context(), ThreadPoolExecutor(4) as pool:
+        results = dispatch_actions(ids, DispatchContext.of(runtime(), engine=db.engine, pool=pool))
+    assert [r.label for r in results] == ["published"] * 4
+    assert len(seen) == 4 and all(set(statuses.values()) <= {"submitted", "published"} for statuses in seen)
+    assert claims_of(app, ids) == 4
 
 
 def test_a_chunk_whose_database_write_fails_is_delivered_row_by_row_and_the_refused_row_stays_queued(

@@ -63,6 +63,7 @@ def test_the_table_of_moves_is_the_playbooks_state_machine():
         Move.MISS: (["queued"], "failed"),
         Move.CANCEL: (["queued"], "cancelled"),
         Move.RETRY: (["failed"], "queued"),
+        Move.HOLD: (["queued"], "queued"),
     }
 
 

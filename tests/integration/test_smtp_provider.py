@@ -189,3 +189,62 @@ def test_a_server_that_offers_no_login_fails_a_channel_with_a_username_for_good(
     assert "does not offer AUTH" in failed.last_error and "username" in failed.last_error
     assert mailbox.messages == []
     assert_password_kept_out(app, action_id, caplog)
+
+
+# -- one connection for a chunk's messages ----------------------------------------------------
+
+
+class CountingMailbox(Mailbox):
+    """Records which connection (the client's address and port) carried each message, and can drop
+    a connection at the ``drop_at``-th message: during its DATA (``drop_during_data``), or just
+    after accepting it, as a server closing an idle connection would."""
+
+    def __init__(self, drop_at: int | None = None, drop_during_data: bool = True):
+        super().__init__()
+        self.peers, self.drop_at, self.drop_during_data, self.seen = [], drop_at, drop_during_data, 0
+
+    async def handle_DATA(self, server, session, envelope):
+        import asyncio
+
+        self.seen += 1
+        if self.seen == self.drop_at and self.drop_during_data:
+            server.transport.close()  # the message arrived, the answer never leaves
+            return "250 OK"
+        self.peers.append(session.peer)
+        if self.seen == self.drop_at:
+            asyncio.get_running_loop().call_soon(server.transport.close)
+        return await super().handle_DATA(server, session, envelope)
+
+
+def many_emails(app, port: int, count: int) -> list[int]:
+    config = {"host": "127.0.0.1", "port": port, "from": "shop@example.com", "security": "none"}
+    workspace_id = make_channel(app, "smtp", config)
+    return add_actions(app, workspace_id, count, action_type="send_email", payload=PAYLOAD)
+
+
+def test_the_messages_of_one_chunk_go_over_one_reused_smtp_connection(app, smtp_server):
+    mailbox = CountingMailbox()
+    many_emails(app, smtp_server(mailbox), 10)
+    assert tick(app)["outcomes"] == {"published": 10}
+    assert len(mailbox.messages) == 10 and len(set(mailbox.peers)) == 1
+
+
+def test_a_connection_dropped_during_a_message_leaves_that_one_unknown_and_the_rest_go_on_a_new_one(
+        app, smtp_server):
+    mailbox = CountingMailbox(drop_at=4, drop_during_data=True)
+    ids = many_emails(app, smtp_server(mailbox), 10)
+    tick(app)
+    after = [row(app, i) for i in ids]
+    assert [(r.status, r.failure_code) for r in after] == (
+        [("published", None)] * 3 + [("failed", "outcome_unknown")] + [("published", None)] * 6)
+    assert "broke while the message was being sent" in after[3].last_error
+    assert len(mailbox.messages) == 9 and len(set(mailbox.peers)) == 2
+
+
+def test_a_reused_connection_the_server_closed_between_messages_costs_no_attempt(app, smtp_server):
+    """Nothing was sent on it before DATA, so the next message is handed over on a fresh connection."""
+    mailbox = CountingMailbox(drop_at=3, drop_during_data=False)
+    ids = many_emails(app, smtp_server(mailbox), 6)
+    assert tick(app)["outcomes"] == {"published": 6}
+    assert [row(app, i).attempt_count for i in ids] == [1] * 6
+    assert len(mailbox.messages) == 6 and len(set(mailbox.peers)) == 2

@@ -6,13 +6,15 @@ import httpx
 import pytest
 from huey.storage import PostgresStorage, RedisStorage, SqliteStorage
 
+from jobs.queue import QueueSqliteStorage
+
 from jobs.queue import TickworkHuey, storage_for
 from models.channels.providers.base import SendContext, SendOutcome
 from models.channels.providers.http import classify
 
 
 @pytest.mark.parametrize("url,storage,kwargs", [
-    ("sqlite:////srv/tickwork/queue.db", SqliteStorage, {"filename": "/srv/tickwork/queue.db", "timeout": 10}),
+    ("sqlite:////srv/tickwork/queue.db", QueueSqliteStorage, {"filename": "/srv/tickwork/queue.db", "timeout": 10}),
     ("postgresql://app@db/tickwork", PostgresStorage, {"dsn": "postgresql://app@db/tickwork"}),
     ("postgresql+psycopg://app@db/tickwork", PostgresStorage, {"dsn": "postgresql://app@db/tickwork"}),
     ("redis://cache:6379/0", RedisStorage, {"url": "redis://cache:6379/0"}),

@@ -375,3 +375,35 @@ def test_no_500_for_garbage_anywhere(app, acme, browser_for):
                     assert answer.status_code in (200, 503) and answer.is_json
                     continue
                 assert answer.status_code < 500, (method, url, htmx, text(answer)[:500])
+
+
+def test_the_queue_shows_a_throttled_channel_and_how_far_behind_it_is(app, world, clock, browser_for):
+    from models.actions import lifecycle
+    from models.channels.tables import Channel
+    from models.clock import pacing
+    from models.core.moves import Actor
+    from models.core.runtime import runtime
+
+    action_id = make_action(app, world, minutes=0, action_type="send_sms", target="+15555550100")
+    with app.app_context(), write_session() as session:
+        channel = session.query(Channel).filter_by(workspace_id=world.workspace_id, name="main").one()
+        channel.kind, channel.config = "twilio", {"account_sid": "AC1", "from": "+15555550000"}
+        now = runtime().now()
+        pacing.pause(session, channel.id, until=now + timedelta(minutes=2), reason="Twilio answered 429", now=now)
+        assert lifecycle.hold(session, action_id, channel_id=channel.id, until=now + timedelta(minutes=5),
+                              late_from=now + timedelta(minutes=5), cause="rate", message="held", now=now,
+                              actor=Actor.job("test")).ok
+    page = text(browser_for("marketer").get("/queue"))
+    assert "Throttled channels" in page and "1/s" in page and "paused</span> until" in page
+    assert "Twilio answered 429" in page and "1 held" in page and "5m00s" in page
+
+
+def test_channel_form_refuses_a_garbled_limit_and_keeps_a_good_one(world, browser_for):
+    admin = browser_for("admin")
+    refused = admin.post("/channels", {"name": "h", "kind": "webhook", "settings": "url = https://x.test\nrate = fast"})
+    assert refused.status_code == 422 and "like 20/s or 600/min" in text(refused)
+    saved = admin.post("/channels", {"name": "h", "kind": "webhook",
+                                     "settings": "url = https://x.test\nrate = 20/s\nconcurrency = 4"})
+    assert saved.status_code == 303
+    page = text(admin.get(saved.headers["Location"]))
+    assert "rate = 20/s" in page and "concurrency = 4" in page and "Retry-After pauses the channel" in page

@@ -15,15 +15,21 @@ from webapp.views.context import is_htmx, render_page, require_role, viewer
 
 bp = Blueprint("channels", __name__)
 
-# The settings each kind reads, shown as a hint beside the settings box.
+# The settings each kind reads, shown as a hint beside the settings box. Every kind but
+# log also takes the limits (models.channels.limits): its default is said beside it.
 SETTINGS_HINT = {
     "log": "",
-    "webhook": "url = https://example.com/hook",
-    "smtp": "host = smtp.example.com\nport = 587\nfrom = news@example.com\nusername = news",
-    "postmark": "from = news@example.com\nmessage_stream = outbound",
-    "twilio": "account_sid = AC...\nfrom = +15555550100",
-    "mastodon": "url = https://mastodon.example\nvisibility = public",
+    "webhook": "url = https://example.com/hook\n# rate = 20/s    (default: none)\n# concurrency = 8",
+    "smtp": "host = smtp.example.com\nport = 587\nfrom = news@example.com\nusername = news\n"
+            "# rate = 600/min    (default: none)\n# concurrency = 4",
+    "postmark": "from = news@example.com\nmessage_stream = outbound\n# rate = 50/s    (default: none)",
+    "twilio": "account_sid = AC...\nfrom = +15555550100\n"
+              "# rate = 1/s    (default: a long code's 1/s; 3/s toll-free, more for short codes)",
+    "mastodon": "url = https://mastodon.example\nvisibility = public\n"
+                "# rate = 60/min    (default: 300 requests per 5 minutes per account)",
 }
+LIMITS_HINT = ("rate = N/s or N/min, concurrency = N (sends in flight), across every consumer; "
+               "none lifts a kind's default. A provider's Retry-After pauses the channel for every action.")
 
 
 def parse_settings(text: str) -> dict:
@@ -64,7 +70,8 @@ def _page(channel=None, *, error=None, status=200, result=None):
         settings=form.get("settings", "") if form else (settings_text(channel.config) if channel else ""),
     )
     return render_page("channels/channels.html", v=v, channels=channels, editing=channel, values=values, error=error,
-                           kinds=[k.value for k in ChannelKind], hints=SETTINGS_HINT, result=result), status
+                           kinds=[k.value for k in ChannelKind], hints=SETTINGS_HINT, limits_hint=LIMITS_HINT,
+                       result=result), status
 
 
 @bp.get("/channels")

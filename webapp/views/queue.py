@@ -11,6 +11,7 @@ from models.core.errors import DomainError
 from models.actions.reading import action_cursor
 from models.actions.scheduling import cancel_action, retry_action
 from models.channels.reading import channel_names
+from models.clock.pacing import throttled_channels
 from models.core.runtime import runtime
 from webapp.views.actions import row_views
 from webapp.views.context import is_htmx, require_role, viewer
@@ -37,6 +38,8 @@ def _listing(kind: str):
         v=v, kind=kind, views=row_views(page, v), parsed=parsed, counts=counts,
         next_cursor=action_cursor(page[-1]) if more else None, types=action_types(session, v.workspace.id),
         channels=sorted(channel_names(session, v.workspace.id).values()), statuses=allowed,
+        throttled=throttled_channels(session, v.workspace.id, runtime().now()) if kind == "queue" else [],
+        now=runtime().now(),
     )
     if is_htmx():
         return render_template("queue/_listing_results.html", **context)

@@ -3,7 +3,9 @@
 Adding one: write ``models/providers/<kind>.py`` with ``kind``, ``honours_idempotency_key``
 and ``send(delivery, context) -> SendResult``, and list it in :data:`PROVIDERS`. A provider
 that only writes to Tickwork's own database sets ``local = True`` and offers
-``deliver(deliveries, context) -> [SendResult]`` instead (see ``log``).
+``deliver(deliveries, context) -> [SendResult]`` instead (see ``log``). A provider whose
+connection is worth keeping across the messages of a dispatch chunk also offers
+``open_session()``, an object with the same ``send`` and a ``close()`` (see ``smtp``).
 """
 
 from dataclasses import replace

@@ -3,6 +3,7 @@
 import json
 import os
 import threading
+from collections import OrderedDict
 
 import httpx
 
@@ -15,18 +16,41 @@ _MAX_DETAIL = 300
 
 
 _http_clients: dict[int, httpx.Client] = {}
+_channel_clients: "OrderedDict[tuple[int, int], httpx.Client]" = OrderedDict()
 _http_lock = threading.Lock()
+# Clients kept per process, one per channel that sent lately; the least recently used is closed beyond this.
+MAX_CHANNEL_CLIENTS = 256
 
 
 def http_client() -> httpx.Client:
-    """One HTTP client per process (connection pooling, TLS set up once); timeouts are per request."""
+    """One HTTP client per process for sends outside a dispatch (a channel's test send)."""
     with _http_lock:
         client = _http_clients.get(os.getpid())
         if client is None:
-            client = _http_clients[os.getpid()] = httpx.Client(
-                follow_redirects=False, limits=httpx.Limits(max_connections=32, max_keepalive_connections=16)
-            )
+            client = _http_clients[os.getpid()] = _new_client(32)
         return client
+
+
+def channel_client(channel_id: int, connections: int) -> httpx.Client:
+    """The channel's own pooled client in this process: its connections stay open between sends
+    (keep-alive per channel), and one busy channel never takes another's connections.
+    ``connections`` bounds how many it opens at once. Timeouts are per request."""
+    key = (os.getpid(), channel_id)
+    with _http_lock:
+        client = _channel_clients.get(key)
+        if client is None:
+            client = _channel_clients[key] = _new_client(connections)
+            while len(_channel_clients) > MAX_CHANNEL_CLIENTS:
+                _, evicted = _channel_clients.popitem(last=False)
+                evicted.close()  # its requests in flight, if any, still finish on their open connections
+        else:
+            _channel_clients.move_to_end(key)
+        return client
+
+
+def _new_client(connections: int) -> httpx.Client:
+    return httpx.Client(follow_redirects=False, limits=httpx.Limits(
+        max_connections=connections, max_keepalive_connections=connections, keepalive_expiry=30))
 
 
 def post(context: SendContext, url: str, **request) -> httpx.Response | SendResult:

@@ -14,14 +14,24 @@ local = True
 honours_idempotency_key = False
 
 
-_INSERT = insert(OutboxEntry.__table__).returning(OutboxEntry.__table__.c.id, sort_by_parameter_order=True)
+_entries = OutboxEntry.__table__
+# Matched back by action id rather than by parameter order: SQLite cannot promise RETURNING's
+# order for a many-row INSERT, and asking SQLAlchemy to sort it sends one INSERT per row.
+_INSERT = insert(_entries).returning(_entries.c.id, _entries.c.action_id)
 
 
 def deliver(deliveries: list[Delivery], context: SendContext) -> list[SendResult]:
     """One outbox entry per delivery, in one statement in the caller's transaction."""
     if not deliveries:
         return []
-    entry_ids = context.session.execute(_INSERT, [{
+    if len({delivery.action_id for delivery in deliveries}) < len(deliveries):
+        # Entries cannot be told apart by action (test sends carry none): one statement each.
+        return [_write([delivery], context)[0] for delivery in deliveries]
+    return _write(deliveries, context)
+
+
+def _write(deliveries: list[Delivery], context: SendContext) -> list[SendResult]:
+    returned = context.session.execute(_INSERT, [{
         "workspace_id": delivery.workspace_id,
         "channel_id": delivery.channel_id,
         "action_id": delivery.action_id,
@@ -30,5 +40,7 @@ def deliver(deliveries: list[Delivery], context: SendContext) -> list[SendResult
         "body": {"action_type": delivery.action_type, "target_key": delivery.target_key,
                  "payload": delivery.payload},
         "created_at": context.now,
-    } for delivery in deliveries]).scalars().all()
-    return [SendResult.success(f"outbox:{entry_id}", "written to the outbox") for entry_id in entry_ids]
+    } for delivery in deliveries]).all()
+    entry_for = {action_id: entry_id for entry_id, action_id in returned}
+    return [SendResult.success(f"outbox:{entry_for[delivery.action_id]}", "written to the outbox")
+            for delivery in deliveries]
