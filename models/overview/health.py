@@ -18,8 +18,8 @@ from models.clock.tables import ConsumerHeartbeat
 from models.clock.tick import TICK as TICK_KIND
 from models.core.types import UTCDateTime
 
-# The tick runs every minute; three missed minutes is an outage, not jitter.
-TICK_STALE_AFTER = timedelta(minutes=3)
+# Three missed ticks is an outage, not jitter: three minutes at the default interval.
+TICKS_MISSED_BEFORE_STALE = 3
 # A consumer beats every HEARTBEAT_INTERVAL; three missed beats and it counts as gone.
 HEARTBEAT_STALE_AFTER = 3 * HEARTBEAT_INTERVAL
 
@@ -43,6 +43,11 @@ class ClockHealth:
     lateness: Lateness
     heartbeats: list[ConsumerHeartbeat]
     gauges: list[tuple[Gauge, dict[str, float]]] = field(default_factory=list)  # the wings' numbers
+    tick_interval: timedelta = timedelta(minutes=1)
+
+    @property
+    def tick_stale_after(self) -> timedelta:
+        return TICKS_MISSED_BEFORE_STALE * self.tick_interval
 
     @property
     def last_tick(self) -> ClockRun | None:
@@ -51,7 +56,7 @@ class ClockHealth:
     @property
     def tick_stale(self) -> bool:
         tick = self.last_tick
-        return tick is None or self.now - tick.started_at > TICK_STALE_AFTER
+        return tick is None or self.now - tick.started_at > self.tick_stale_after
 
     def heartbeat_stale(self, beat: ConsumerHeartbeat) -> bool:
         return self.now - beat.beat_at > HEARTBEAT_STALE_AFTER
@@ -118,9 +123,10 @@ def heartbeats(session: Session) -> list[ConsumerHeartbeat]:
     return list(session.scalars(select(ConsumerHeartbeat).order_by(ConsumerHeartbeat.beat_at.desc())))
 
 
-def clock_health(session: Session, now: datetime, gauges: list[Gauge] = ()) -> ClockHealth:
+def clock_health(session: Session, now: datetime, gauges: list[Gauge] = (),
+                 tick_interval: timedelta = timedelta(minutes=1)) -> ClockHealth:
     """Everything the health page, ``/healthz`` and ``/metrics`` show, read now; ``gauges`` are the wings'."""
     count, oldest = backlog(session, now)
     return ClockHealth(now=now, last_runs=last_runs(session), backlog=count, oldest_due=oldest,
                        lateness=recent_lateness(session, now), heartbeats=heartbeats(session),
-                       gauges=[(gauge, gauge.read(session, now)) for gauge in gauges])
+                       gauges=[(gauge, gauge.read(session, now)) for gauge in gauges], tick_interval=tick_interval)

@@ -7,12 +7,17 @@ workspace's content, and monitors have no one to sign in.
 from flask import Blueprint, Response, jsonify, render_template
 
 from models.accounts.tables import Role
-from models.overview.health import TICK_STALE_AFTER, clock_health
+from models.overview.health import clock_health
 from models.core.database import db
 from models.core.runtime import runtime
 from webapp.views.context import is_htmx, require_role, viewer
 
 bp = Blueprint("health", __name__)
+
+
+def _report(gauges: bool = True):
+    rt = runtime()
+    return clock_health(db.session, rt.now(), rt.hooks.gauges if gauges else (), tick_interval=rt.policy.tick_interval)
 
 
 def _iso(value):
@@ -24,15 +29,15 @@ def _iso(value):
 def health():
     """Last run of each clock job, backlog, lateness, heartbeats, and a stale-tick warning."""
     v = viewer()
-    report = clock_health(db.session, runtime().now(), runtime().hooks.gauges)
+    report = _report()
     template = "health/_health.html" if is_htmx() else "health/health.html"
-    return render_template(template, v=v, report=report, stale_after=int(TICK_STALE_AFTER.total_seconds() // 60))
+    return render_template(template, v=v, report=report, stale_after=int(report.tick_stale_after.total_seconds() // 60))
 
 
 @bp.get("/healthz")
 def healthz():
-    """JSON for monitors: 200 when the tick ran in the last three minutes, 503 otherwise."""
-    report = clock_health(db.session, runtime().now())
+    """JSON for monitors: 200 when the tick ran within three tick intervals, 503 otherwise."""
+    report = _report(gauges=False)
     tick = report.last_tick
     body = {
         "status": "stale" if report.tick_stale else "ok",
@@ -54,7 +59,7 @@ def metrics():
     from prometheus_client import CollectorRegistry, Gauge, generate_latest
     from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-    report = clock_health(db.session, runtime().now(), runtime().hooks.gauges)
+    report = _report()
     registry = CollectorRegistry()
     Gauge("tickwork_backlog_actions", "Actions due and not yet claimed", registry=registry).set(report.backlog)
     oldest = Gauge("tickwork_oldest_due_age_seconds", "Age of the oldest due, unclaimed action", registry=registry)
@@ -63,7 +68,7 @@ def metrics():
                 registry=registry)
     for run in report.last_runs:
         age.labels(kind=run.kind).set((report.now - run.started_at).total_seconds())
-    Gauge("tickwork_tick_stale", "1 when the tick has not run for three minutes", registry=registry).set(
+    Gauge("tickwork_tick_stale", "1 when the tick has not run for three tick intervals", registry=registry).set(
         1 if report.tick_stale else 0)
     Gauge("tickwork_consumers_alive", "Consumers with a recent heartbeat", registry=registry).set(
         report.alive_consumers)
