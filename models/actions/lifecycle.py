@@ -5,7 +5,8 @@
     queued ──claim──▶ submitted ──publish──▶ published
       │  ▲               │  │
       │  └────revert─────┘  └──fail──▶ failed ◀──miss── queued
-      │                                  │
+      │                                  │  ▲
+      │                                  │  └──doubt── queued, submitted (after a restore)
       │                                  └──retry──▶ queued
       └──cancel──▶ cancelled
 
@@ -18,6 +19,12 @@
 | miss    | queued                  | failed     | —                                                    | failure_code (missed_window, duplicate_of_published, attempts_exhausted), finished_at |
 | cancel  | queued                  | cancelled  | the workspace                                        | cancel_kind, finished_at                |
 | retry   | failed                  | queued     | the workspace, attempts left                         | next_attempt_at = now; clears last_error |
+| doubt   | queued (due by now), submitted | failed | a restore from a backup, before anything runs on it | failure_code outcome_unknown, last_error, finished_at |
+
+``doubt`` is the restore's move: a row still active in a backup may have gone out after the
+backup was taken, by the life that is being rolled back, so it is failed as "outcome
+unknown" for an operator to decide rather than sent a second time. Rows not yet due at the
+restore could not have gone out, and stay queued.
 
 Each move is one guarded ``UPDATE ... WHERE id = :action_id AND status = ... RETURNING``,
 written out below where a reader can see it and built once at import (every call only
@@ -39,7 +46,7 @@ import enum
 import uuid
 from datetime import datetime
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, insert, select, true, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -57,7 +64,7 @@ NOW = bindparam("now", type_=UTCDateTime())
 
 
 class Move(str, enum.Enum):
-    """The seven ways a row's status may change."""
+    """The eight ways a row's status may change."""
 
     CLAIM = "claim"
     PUBLISH = "publish"
@@ -66,6 +73,7 @@ class Move(str, enum.Enum):
     MISS = "miss"
     CANCEL = "cancel"
     RETRY = "retry"
+    DOUBT = "doubt"
 
 
 # The table above, as data: each statement below takes its source and target from here.
@@ -77,6 +85,7 @@ ALLOWED_MOVES: dict[Move, tuple[frozenset[Status], Status]] = {
     Move.MISS: (frozenset({Status.QUEUED}), Status.FAILED),
     Move.CANCEL: (frozenset({Status.QUEUED}), Status.CANCELLED),
     Move.RETRY: (frozenset({Status.FAILED}), Status.QUEUED),
+    Move.DOUBT: (frozenset({Status.QUEUED, Status.SUBMITTED}), Status.FAILED),
 }
 
 
@@ -134,6 +143,11 @@ CANCEL = _statement(Move.CANCEL, Status.QUEUED, _WORKSPACE,
 RETRY = _statement(Move.RETRY, Status.FAILED, _WORKSPACE, _ATTEMPTS_LEFT,
                    last_error=None, failure_code=None, next_attempt_at=NOW, finished_at=None,
                    claim_token=None, submitted_at=None).returning(*_c)
+
+# A restore: every active row that may have gone out after the backup, in one statement per source.
+DOUBT_QUEUED = _statement(Move.DOUBT, Status.QUEUED, due_by(NOW), which=true(), **_FAILED).returning(_c.id)
+
+DOUBT_SUBMITTED = _statement(Move.DOUBT, Status.SUBMITTED, which=true(), **_FAILED).returning(_c.id)
 
 _EVENT = insert(ActionEvent.__table__)
 _LOOK = select(ScheduledAction).where(ScheduledAction.id == bindparam("action_id")).execution_options(
@@ -351,3 +365,19 @@ def retry(session: Session, action_id: int, *, now: datetime, actor: Actor, work
     row = _guarded_execute(session, RETRY, params)
     return _moved_or_refused(session, row, Status.FAILED, Status.QUEUED, action_id=action_id, now=now, actor=actor,
                              reason="retried", workspace_id=workspace_id, max_attempts=max_attempts)
+
+
+def doubt_after_restore(session: Session, *, message: str, now: datetime, actor: Actor) -> list[int]:
+    """queued (due by now) and submitted → failed as outcome unknown, on a database just restored.
+
+    Returns the ids it moved. Each gets its event; nothing is sent.
+    """
+    moved: list[int] = []
+    for source, statement in ((Status.SUBMITTED, DOUBT_SUBMITTED), (Status.QUEUED, DOUBT_QUEUED)):
+        ids = list(session.execute(statement, {"given_failure_code": FailureCode.OUTCOME_UNKNOWN.value,
+                                               "message": message, "now": now}).scalars())
+        if ids:
+            session.execute(_EVENT, [_event(ident, source, Status.FAILED, now=now, actor=actor, reason=message)
+                                     for ident in ids])
+        moved += ids
+    return sorted(moved)
