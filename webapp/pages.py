@@ -87,10 +87,10 @@ def _sign_in_first():
 
 
 def init_app(app: Flask) -> None:
-    from webapp.views import actions, calendar, channels, health, members, posts, queue
+    from webapp.views import actions, calendar, channels, health, members, outbox, posts, queue
 
     app.register_blueprint(bp)
-    for module in (actions, calendar, channels, health, members, posts, queue):
+    for module in (actions, calendar, channels, health, members, outbox, posts, queue):
         app.register_blueprint(module.bp)
 
     @app.context_processor
