@@ -35,7 +35,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     from models.core import runtime
     from models.core.database import configure_engine, db
     from models.core.secrets_box import SecretBox
-    from webapp import api, auth, cli, errors, pages, public
+    from webapp import api, assets, auth, cli, errors, pages, public
     from webapp.extensions import csrf, migrate
 
     db.init_app(app)
@@ -55,6 +55,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     errors.init_app(app)
     api.init_app(app)
     pages.init_app(app)
+    assets.init_app(app)
     public.init_app(app)
     cli.init_app(app)
     return app

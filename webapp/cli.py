@@ -207,6 +207,22 @@ def restore_command(path):
     click.echo(json.dumps(done, sort_keys=True))
 
 
+@click.command("assets")
+@click.option("--registry", envvar="TICKWORK_NPM_REGISTRY", default=None, show_envvar=True,
+              help="npm registry to fetch from (default https://registry.npmjs.org)")
+@click.option("--force", is_flag=True, help="fetch again even when the files in place are the pinned ones")
+def assets_command(registry, force):
+    """Fetch the dashboard's pinned static files (webapp/assets.toml) from the npm registry, checked by sha512."""
+    from webapp import assets
+
+    try:
+        done = assets.fetch_assets(assets.STATIC_DIR, registry or assets.DEFAULT_REGISTRY, force=force)
+    except assets.AssetError as exc:
+        _fail(str(exc))
+    for line in done:
+        click.echo(line)
+
+
 def init_app(app: Flask) -> None:
     for command in (workspace_cli, user_cli, token_cli, channel_cli, demo_command, backup_command, restore_command):
         app.cli.add_command(command)
@@ -220,6 +236,8 @@ def _create_app():
 
 
 cli = FlaskGroup(create_app=_create_app, add_version_option=False, help="Tickwork: actions that fire on time, once.")
+# Needs no app (nor a database): it runs from a fresh install, before anything is configured.
+cli.add_command(assets_command)
 
 
 def main():
