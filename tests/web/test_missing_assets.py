@@ -18,6 +18,7 @@ def test_every_page_says_plainly_that_htmx_is_missing(bare, world, browser_for):
         assert "htmx 4.0.1 is missing" in page and "tickwork assets" in page, url
 
 
+@pytest.mark.only_backend("sqlite")  # refused before any database is opened
 def test_serve_refuses_to_start_a_dashboard_that_cannot_work(bare):
     result = bare.test_cli_runner().invoke(args=["serve"])
     assert result.exit_code == 1
