@@ -58,9 +58,18 @@ def consumer_command(workers, no_periodic, name, queue):
               help="consumer processes (one per core drains fastest)")
 @click.option("--works-workers", default=1, show_default=True, type=click.IntRange(min=1),
               help="worker threads of the works queue's consumer (work generations)")
+@with_appcontext
 def serve_command(host, port, web_workers, consumer_workers, consumers, works_workers):
     """Run Tickwork on one box: a web process, a consumer and a works consumer, restarted if they die."""
+    from flask import current_app
+
     from jobs.serve import Supervisor
+
+    # The shells above register what must hold before serving (the dashboard's static assets).
+    problems = [problem for check in current_app.extensions.get("tickwork.serve_checks", ()) for problem in check()]
+    if problems:
+        raise click.ClickException(f"not serving a dashboard that cannot work: {'; '.join(problems)}. "
+                                   "Run `tickwork assets` to fetch it.")
 
     raise SystemExit(Supervisor.for_single_box(host=host, port=port, web_workers=web_workers,
                                                consumer_workers=consumer_workers, consumers=consumers,

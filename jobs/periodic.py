@@ -11,8 +11,10 @@ then add one line below. It becomes the periodic Huey task ``<name>`` and the co
 ``tickwork <name>`` (one pass now, summary printed as JSON).
 """
 
+import calendar
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from huey import crontab
 
@@ -23,7 +25,7 @@ from jobs.queue import huey, task_app
 @dataclass(frozen=True)
 class ClockJob:
     name: str  # the Huey task name and the command name
-    cadence: Callable  # a huey.crontab, in UTC
+    cadence: Callable[[datetime], bool]  # a huey.crontab (UTC), or any test of the minute
     run: Callable[[], dict]  # one pass, inside an app context; returns its summary
     help: str
 
@@ -38,8 +40,15 @@ def every_work_dispatch_interval(timestamp) -> bool:
     return crontab(minute=f"*/{minutes}")(timestamp)
 
 
+def every_tick_interval(when: datetime) -> bool:
+    """The tick's cadence: the minutes (UTC, since the epoch) that are a multiple of the policy's
+    ``tick_interval``, read from the app the consumer runs, so ``TICKWORK_POLICY_JSON`` sets it."""
+    minutes = task_app().extensions["tickwork"].policy.tick_minutes
+    return (calendar.timegm(when.timetuple()) // 60) % minutes == 0
+
+
 CLOCK_JOBS: list[ClockJob] = [
-    ClockJob("tick", EVERY_MINUTE, clock.tick_once,
+    ClockJob("tick", every_tick_interval, clock.tick_once,
              "Recover lost workers, fail misfires, dispatch every due action, hand off those due within the minute."),
     ClockJob("reconcile", EVERY_MINUTE, clock.reconcile_once,
              "Keep the queue in step with approved posts: insert, move and withdraw their rows."),

@@ -43,7 +43,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     from models.core import runtime
     from models.core.database import configure_engine, db
     from models.core.secrets_box import SecretBox
-    from webapp import api, auth, cli, errors, limits, pages, public, uploads
+    from webapp import api, assets, auth, cli, errors, limits, pages, public, uploads
     from webapp.extensions import csrf, migrate
 
     db.init_app(app)
@@ -65,6 +65,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     errors.init_app(app)
     api.init_app(app)
     pages.init_app(app)
+    assets.init_app(app)
     public.init_app(app)
     limits.init_app(app)
     cli.init_app(app)

@@ -3,6 +3,7 @@
 import json
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
 from flask import Flask
@@ -166,8 +167,82 @@ def demo_command():
     click.echo(login)
 
 
+def _sqlite_file(url: str) -> Path | None:
+    """The file behind a ``sqlite:///PATH`` URL, else None."""
+    for prefix in ("sqlite:///", "sqlite+pysqlite:///"):
+        if url.startswith(prefix) and url != prefix + ":memory:":
+            return Path(url.removeprefix(prefix))
+    return None
+
+
+def _box():
+    from flask import current_app
+
+    from models.backups.operations import Box
+
+    app_database = _sqlite_file(current_app.config["SQLALCHEMY_DATABASE_URI"])
+    if app_database is None:
+        _fail("the app database is PostgreSQL: back it up with pg_dump, as docs/operations.md (Backups) shows; "
+              "tickwork backup and restore are for the single box's SQLite files")
+    return Box(app_database=app_database, queue_database=_sqlite_file(current_app.config["TICKWORK_QUEUE_URL"]))
+
+
+def _migrations_head() -> str:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from webapp import MIGRATIONS_DIR
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return ScriptDirectory.from_config(config).get_current_head()
+
+
+@click.command("backup")
+@click.argument("path", type=click.Path(path_type=Path))
+@with_appcontext
+def backup_command(path):
+    """Copy the SQLite app database and queue into the new folder PATH, consistently, while Tickwork runs."""
+    from models.backups.operations import take_backup
+
+    with _refusals_as_one_line():
+        manifest = take_backup(_box(), path, now=runtime().now())
+    click.echo(json.dumps(manifest, sort_keys=True))
+
+
+@click.command("restore")
+@click.argument("path", type=click.Path(path_type=Path))
+@with_appcontext
+def restore_command(path):
+    """Put the backup folder PATH in place (consumers stopped); rows that may have gone out since fail as unknown."""
+    from models.backups.operations import restore_backup
+    from models.core.database import db
+
+    with _refusals_as_one_line():
+        done = restore_backup(path, _box(), live=db.engine, revision=_migrations_head(), now=runtime().now(),
+                              actor=Actor(label="cli:restore"))
+    db.engine.dispose()  # this process's connections saw the database before the restore
+    click.echo(json.dumps(done, sort_keys=True))
+
+
+@click.command("assets")
+@click.option("--registry", envvar="TICKWORK_NPM_REGISTRY", default=None, show_envvar=True,
+              help="npm registry to fetch from (default https://registry.npmjs.org)")
+@click.option("--force", is_flag=True, help="fetch again even when the files in place are the pinned ones")
+def assets_command(registry, force):
+    """Fetch the dashboard's pinned static files (webapp/assets.toml) from the npm registry, checked by sha512."""
+    from webapp import assets
+
+    try:
+        done = assets.fetch_assets(assets.STATIC_DIR, registry or assets.DEFAULT_REGISTRY, force=force)
+    except assets.AssetError as exc:
+        _fail(str(exc))
+    for line in done:
+        click.echo(line)
+
+
 def init_app(app: Flask) -> None:
-    for command in (workspace_cli, user_cli, token_cli, channel_cli, demo_command):
+    for command in (workspace_cli, user_cli, token_cli, channel_cli, demo_command, backup_command, restore_command):
         app.cli.add_command(command)
     jobs_cli.init_app(app)
 
@@ -179,6 +254,8 @@ def _create_app():
 
 
 cli = FlaskGroup(create_app=_create_app, add_version_option=False, help="Tickwork: actions that fire on time, once.")
+# Needs no app (nor a database): it runs from a fresh install, before anything is configured.
+cli.add_command(assets_command)
 
 
 def main():

@@ -6,7 +6,8 @@
     queued ──claim──▶ submitted ──publish──▶ published
       │  ▲               │  │
       │  └────revert─────┘  └──fail──▶ failed ◀──miss── queued
-      │                                  │
+      │                                  │  ▲
+      │                                  │  └──doubt── queued, submitted (after a restore)
       │                                  └──retry──▶ queued
       └──cancel──▶ cancelled
 
@@ -20,6 +21,12 @@
 | cancel  | queued                  | cancelled  | the workspace                                        | cancel_kind, finished_at                |
 | retry   | failed                  | queued     | the workspace, attempts left                         | next_attempt_at = now; clears last_error |
 | hold    | queued                  | queued     | due now                                              | next_attempt_at = when the channel has room; the lateness carried (``action_holds``); not an attempt |
+| doubt   | queued (due by now), submitted | failed | a restore from a backup, before anything runs on it | failure_code outcome_unknown, last_error, finished_at |
+
+``doubt`` is the restore's move: a row still active in a backup may have gone out after the
+backup was taken, by the life that is being rolled back, so it is failed as "outcome
+unknown" for an operator to decide rather than sent a second time. Rows not yet due at the
+restore could not have gone out, and stay queued.
 
 Each move is one guarded ``UPDATE ... WHERE id = :action_id AND status = ... RETURNING``,
 written out below where a reader can see it and built once at import (every call only
@@ -43,7 +50,7 @@ import enum
 import uuid
 from datetime import datetime
 
-from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, true, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -61,7 +68,7 @@ NOW = bindparam("now", type_=UTCDateTime())
 
 
 class Move(str, enum.Enum):
-    """The ways a row may move: seven change its status, ``hold`` keeps it queued for later."""
+    """The nine ways a row may move: eight change its status, ``hold`` keeps it queued for later."""
 
     CLAIM = "claim"
     PUBLISH = "publish"
@@ -71,6 +78,7 @@ class Move(str, enum.Enum):
     CANCEL = "cancel"
     RETRY = "retry"
     HOLD = "hold"
+    DOUBT = "doubt"
 
 
 # The table above, as data: each statement below takes its source and target from here.
@@ -83,6 +91,7 @@ ALLOWED_MOVES: dict[Move, tuple[frozenset[Status], Status]] = {
     Move.CANCEL: (frozenset({Status.QUEUED}), Status.CANCELLED),
     Move.RETRY: (frozenset({Status.FAILED}), Status.QUEUED),
     Move.HOLD: (frozenset({Status.QUEUED}), Status.QUEUED),
+    Move.DOUBT: (frozenset({Status.QUEUED, Status.SUBMITTED}), Status.FAILED),
 }
 
 
@@ -144,6 +153,10 @@ RETRY = _statement(Move.RETRY, Status.FAILED, _WORKSPACE, _ATTEMPTS_LEFT,
 # Not an attempt: the attempt count and the claim are untouched; only the next try moves.
 HOLD = _statement(Move.HOLD, Status.QUEUED, due_by(NOW),
                   next_attempt_at=bindparam("held_until", type_=UTCDateTime())).returning(*_c)
+# A restore: every active row that may have gone out after the backup, in one statement per source.
+DOUBT_QUEUED = _statement(Move.DOUBT, Status.QUEUED, due_by(NOW), which=true(), **_FAILED).returning(_c.id)
+
+DOUBT_SUBMITTED = _statement(Move.DOUBT, Status.SUBMITTED, which=true(), **_FAILED).returning(_c.id)
 
 _EVENT = insert(ActionEvent.__table__)
 _FORGET_HOLD = delete(ActionHold.__table__).where(ActionHold.__table__.c.action_id == bindparam("action_id"))
@@ -404,3 +417,17 @@ def hold(session: Session, action_id: int, *, channel_id: int, until: datetime, 
         session.execute(_RECORD_HOLD, {"action_id": action_id, "channel_id": channel_id, "held_until": until,
                                        "late_from": late_from, "cause": cause, "held_at": now})
     return outcome
+def doubt_after_restore(session: Session, *, message: str, now: datetime, actor: Actor) -> list[int]:
+    """queued (due by now) and submitted → failed as outcome unknown, on a database just restored.
+
+    Returns the ids it moved. Each gets its event; nothing is sent.
+    """
+    moved: list[int] = []
+    for source, statement in ((Status.SUBMITTED, DOUBT_SUBMITTED), (Status.QUEUED, DOUBT_QUEUED)):
+        ids = list(session.execute(statement, {"given_failure_code": FailureCode.OUTCOME_UNKNOWN.value,
+                                               "message": message, "now": now}).scalars())
+        if ids:
+            session.execute(_EVENT, [_event(ident, source, Status.FAILED, now=now, actor=actor, reason=message)
+                                     for ident in ids])
+        moved += ids
+    return sorted(moved)

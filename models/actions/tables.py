@@ -215,4 +215,6 @@ class ActionEvent(Base):
     __table_args__ = (
         Index("ix_action_events_action_id", "action_id", "id"),
         Index("ix_action_events_clock_run_id", "clock_run_id"),
+        # The per-minute rollup reads one minute of events; appended in time order, so cheap to keep.
+        Index("ix_action_events_at", "at"),
     )

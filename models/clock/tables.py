@@ -2,7 +2,7 @@
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Index, Integer, String, Text
+from sqlalchemy import JSON, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from models.core.base import Base
@@ -20,8 +20,17 @@ class ClockRun(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     summary: Mapped[dict | None] = mapped_column(JSON)
     error: Mapped[str | None] = mapped_column(Text)
+    # A tick whose summary carries hour rollups (``rollup_hours``): the last hour among them.
+    rollup_hour: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
-    __table_args__ = (Index("ix_clock_runs_kind_started", "kind", "started_at"),)
+    __table_args__ = (
+        Index("ix_clock_runs_kind_started", "kind", "started_at"),
+        # The per-minute rollup reads every kind's runs started in one minute.
+        Index("ix_clock_runs_started", "started_at"),
+        # A week of charts reads the hour rollups, not every minute's.
+        Index("ix_clock_runs_rollup_hour", "rollup_hour", postgresql_where=text("rollup_hour IS NOT NULL"),
+              sqlite_where=text("rollup_hour IS NOT NULL")),
+    )
 
 
 class ConsumerHeartbeat(Base):

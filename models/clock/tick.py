@@ -19,6 +19,10 @@ One pass, in this order, each step in short transactions of its own:
 4. **Ahead.** Rows falling due before the next tick are handed over with their due time
    (``eta``), so they fire on time although the tick runs once a minute. A dispatcher
    that runs inline (immediate mode) takes only what is due now.
+5. **Rollup.** The minutes that ended since the last rollup (a minute's grace for work
+   still committing), and the hours they finish, are summed up into the summary: firing
+   lateness, throughput, the backlog each tick found, the clock jobs' runs
+   (:mod:`models.clock.rollup`); the health page draws its charts from them.
 
 The tick decides nothing about sending: the claim in :mod:`models.dispatch` does, so
 overlapping ticks, restarted consumers and several consumers never send a row twice.
@@ -45,6 +49,7 @@ from sqlalchemy.engine import Engine
 from models.actions import lifecycle
 from models.actions.tables import ActionHold, FailureCode, ScheduledAction, Status, queued_and_due_by
 from models.core.keyset import after as keyset_after
+from models.clock import rollup
 from models.clock.runs import run_recorded
 from models.core.database import read_session, write_session
 from models.clock.dispatch import DispatchContext, chunks, dispatch_actions, is_late, late_message
@@ -201,6 +206,8 @@ def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Di
               hooks: Hooks | None = None) -> dict:
     """The body of one tick (see the module docstring); returns its summary."""
     actor = Actor.job(TICK, clock_run_id)
+    with read_session(engine) as session:
+        backlog_at_start, _ = rollup.backlog(session, clock.now())
     recovered = recover_lost_workers(now=clock.now(), policy=policy, actor=actor, engine=engine)
     missed = sweep_misfires(now=clock.now(), policy=policy, actor=actor, engine=engine,
                             exempt_origins=hooks.lateness_decided if hooks else ())
@@ -234,6 +241,7 @@ def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Di
             dispatcher.dispatch_at(upcoming, clock_run_id)
         ahead = len(upcoming)
     dispatched = sum(outcomes.values()) if dispatcher.inline else due
+    rolled = rollup.record_rollups(clock_run_id, now=clock.now(), tick_kind=TICK, engine=engine)
     return {
         "due": due,
         "dispatched": dispatched,
@@ -244,6 +252,8 @@ def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Di
         "budget_spent": budget_spent,
         "mode": "inline" if dispatcher.inline else "queue",
         "outcomes": dict(sorted(outcomes.items())),
+        "backlog": backlog_at_start,
+        **rolled,
     }
 
 

@@ -23,7 +23,11 @@ class Policy:
     max_payload_bytes: int = 64 * 1024
     # The reconciler never removes a row younger than this.
     age_gate: timedelta = timedelta(minutes=2)
-    # The tick: rows per batch, and how long one tick may keep draining.
+    # The tick's cadence, in whole minutes (the consumers enqueue it when the minutes since
+    # the epoch are a multiple of it; never faster than once a minute, the playbook's
+    # pitfall), rows per batch, and how long one tick may keep draining. Rows falling due
+    # before the next tick are handed over ahead with an eta, so a longer interval makes
+    # ticks rarer, not sends later.
     tick_interval: timedelta = timedelta(minutes=1)
     tick_batch_size: int = 200
     tick_budget: timedelta = timedelta(seconds=50)
@@ -91,10 +95,18 @@ class Policy:
             raise ValueError("work_max_batch is from 1 to 10000 schedules")
         if not 1 <= self.sends_in_flight <= 1000:
             raise ValueError("sends_in_flight is from 1 to 1000")
+        if self.tick_interval < timedelta(minutes=1) or self.tick_interval % timedelta(minutes=1):
+            raise ValueError("tick_interval is whole minutes, at least 60 seconds: the tick never runs faster "
+                             "than once a minute")
 
     def due_soon_horizon(self, now: datetime) -> datetime:
         """Rows due by this instant are handed to the queue at once, with an eta; the next tick takes later ones."""
         return now + self.tick_interval
+
+    @property
+    def tick_minutes(self) -> int:
+        """The tick's cadence in minutes."""
+        return int(self.tick_interval // timedelta(minutes=1))
 
     def lateness_allowed(self, action_type: str) -> timedelta:
         return self.max_lateness.get(action_type, self.default_max_lateness)

@@ -8,6 +8,7 @@ from playwright.sync_api import expect
 
 from models.clock.tables import ClockRun
 from models.core.database import write_session
+from tests.rollup_history import hour_of, job, rollup, seed, tick_run
 from tests.web.conftest import claim_and, make_action
 
 pytestmark = pytest.mark.browser
@@ -150,6 +151,66 @@ def test_health_warns_when_the_tick_is_stale(open_as, live, screens):
     page.reload()
     expect(page.locator(".banner.ok")).to_contain_text("The tick ran 20 s ago")
     shot(page, screens, "health")
+
+
+def test_health_draws_a_day_and_a_week_of_trends_with_their_numbers(open_as, live, screens):
+    """A week as the tick leaves it, a run a minute carrying its minute's rollup and, hourly, the hour's:
+    quiet nights, a 09:00 burst each morning, a late spike, a reconciler error, 25 minutes with no consumer."""
+    now = live.clock.now()
+    runs = []
+    for hours_ago in range(7 * 24, 0, -1):
+        hour = now.replace(minute=0) - timedelta(hours=hours_ago)
+        local_hour = (hour.hour - 4) % 24  # New York in June
+        busy = 300 if local_hour == 9 else 40 if 8 <= local_hour <= 18 else 4
+        spike = hours_ago == 30
+        minutes = []
+        for m in range(60):
+            if hours_ago == 75 and 10 <= m < 35:
+                continue  # no consumer ran: no tick, no reconcile, no rollup
+            at = hour + timedelta(minutes=m)
+            sent = busy // 60 + (m == 0) * busy % 60
+            minutes.append(rollup(at, claims=sent, p50=0.3 + 0.2 * (local_hour == 9),
+                                  p95=(42.0 if spike else 0.9 + 0.6 * (local_hour == 9)),
+                                  latest=(95.0 if spike else 2.1), published=sent,
+                                  failed=1 if m == 7 and local_hour in (10, 15) else 0,
+                                  missed=3 if spike and m == 1 else 0,
+                                  backlog=(120 if spike and m < 5 else busy // 30 if m == 0 else 0),
+                                  jobs={"tick": job(at), "reconcile": job(at, errors=int(hours_ago == 50 and m == 3))}))
+            runs.append(tick_run(at + timedelta(minutes=2), [minutes[-1]],
+                                 hours=[hour_of(minutes)] if m == 59 else []))
+    seed(live.app, runs)
+    page = open_as("ops")
+    page.goto("/health")
+    day = page.get_by_role("region", name="Last 24 hours")
+    expect(day.get_by_role("img", name="Firing lateness")).to_be_visible()
+    expect(day.get_by_role("img", name="Lag of reconcile")).to_be_visible()
+    expect(page.get_by_role("region", name="Last 7 days").get_by_role("img", name="Throughput")).to_be_visible()
+    assert page.locator("figure.chart").count() == 10
+    numbers = day.locator("figure.chart").first.locator("details")
+    numbers.locator("summary").click()
+    expect(numbers.get_by_role("table")).to_contain_text("p95 (worst minute)")
+    numbers.locator("summary").click()
+    assert page.evaluate("document.querySelectorAll('svg script, svg [onload]').length") == 0
+    day.screenshot(path=str(screens / "health-trends.png"))
+    page.get_by_role("region", name="Last 7 days").screenshot(path=str(screens / "health-week.png"))
+
+
+def test_the_outbox_shows_what_the_log_channel_sent(open_as, live, screens):
+    from jobs.clock import tick_once
+
+    for n, (target, body) in enumerate([("ada@example.test", "Your order is ready"),
+                                        ("grace@example.test", "Fresh bread at nine"),
+                                        ("+15555550123", "Pickup reminder: today 17:00")]):
+        make_action(live.app, live.world, target=target, payload={"subject": "Hello", "body": body},
+                    publish_at=live.clock.now() - timedelta(seconds=10 * (3 - n)))
+    with live.app.app_context():
+        tick_once()
+    page = open_as("marketer")
+    page.get_by_role("link", name="Outbox").click()
+    rows = page.locator("table.outbox tbody tr")
+    expect(rows.first).to_contain_text("+15555550123")
+    expect(rows.first.locator("pre")).to_contain_text("Pickup reminder")
+    shot(page, screens, "outbox")
 
 
 def test_channels_page(open_as, screens):

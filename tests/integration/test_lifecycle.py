@@ -64,6 +64,7 @@ def test_the_table_of_moves_is_the_playbooks_state_machine():
         Move.CANCEL: (["queued"], "cancelled"),
         Move.RETRY: (["failed"], "queued"),
         Move.HOLD: (["queued"], "queued"),
+        Move.DOUBT: (["queued", "submitted"], "failed"),
     }
 
 
@@ -246,6 +247,23 @@ def test_every_move_writes_exactly_one_event_in_its_transaction(app, world, cloc
             raise RuntimeError("crash before commit")
     assert _row(app, action_id).status == "submitted"
     assert len(_events(app, action_id)) == 2
+
+
+def test_doubt_fails_active_rows_that_may_have_gone_out_and_leaves_later_and_terminal_ones(app, world, clock):
+    submitted, _ = _claimed(app, world, clock)
+    due = add_action(app, world, publish_at=clock.now() - timedelta(minutes=1))
+    later = add_action(app, world, publish_at=clock.now() + timedelta(minutes=1))
+    published, token = _claimed(app, world, clock)
+    _in(app, lambda s: lifecycle.publish(s, published, claim_token=token, provider_id="p", now=clock.now(), actor=JOB))
+    moved = _in(app, lambda s: lifecycle.doubt_after_restore(s, message="restored from a backup taken at T",
+                                                             now=clock.now(), actor=JOB))
+    assert moved == sorted([submitted, due])
+    for action_id, source in ((submitted, "submitted"), (due, "queued")):
+        row = _row(app, action_id)
+        assert (row.status, row.failure_code, row.last_error) == ("failed", "outcome_unknown",
+                                                                  "restored from a backup taken at T")
+        assert (_events(app, action_id)[-1].from_status, _events(app, action_id)[-1].to_status) == (source, "failed")
+    assert _row(app, later).status == "queued" and _row(app, published).status == "published"
 
 
 # -- the claim race ------------------------------------------------------------------------

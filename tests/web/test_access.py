@@ -13,6 +13,7 @@ def pages(acme):
         ("/queue?status=submitted&type=send_email&channel=main&from=2026-06-01&to=2026-06-30&q=x", "marketer",
          200, 200),
         ("/failures", "marketer", 200, 200),
+        ("/outbox", "marketer", 200, 200),
         ("/posts/new?date=2026-06-10", "marketer", 200, 200),
         (f"/posts/{acme.post}", "marketer", 200, 200),
         ("/posts/preview-time?date=2026-06-10&time=09:00", "marketer", 302, 200),
