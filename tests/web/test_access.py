@@ -16,6 +16,8 @@ def pages(acme):
         ("/posts/new?date=2026-06-10", "marketer", 200, 200),
         (f"/posts/{acme.post}", "marketer", 200, 200),
         ("/posts/preview-time?date=2026-06-10&time=09:00", "marketer", 302, 200),
+        (f"/calendar/move?post={acme.post}", "marketer", 200, 200),
+        (f"/calendar/move-preview?post={acme.post}&date=2026-06-12&time=09:00", "marketer", 302, 200),
         (f"/actions/{acme.queued}", "marketer", 200, 200),
         (f"/actions/{acme.queued}/row", "marketer", 302, 200),
         (f"/actions/{acme.queued}/reschedule", "ops", 200, 200),
