@@ -22,6 +22,7 @@ def pages(acme):
         (f"/actions/{acme.queued}/row", "marketer", 302, 200),
         (f"/actions/{acme.queued}/reschedule", "ops", 200, 200),
         ("/queue/bulk-cancel", "ops", 200, 200),
+        ("/queue/bulk-reschedule?shift=%2B1h", "ops", 200, 200),
         ("/health", "ops", 200, 200),
         ("/failures/bulk-retry", "admin", 200, 200),
         ("/channels", "admin", 200, 200),
