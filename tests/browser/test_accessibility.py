@@ -120,11 +120,3 @@ def test_every_page_has_no_wcag_violations_for_each_role(role, open_as, axe_sour
         page.wait_for_selector("form.reschedule")
         found += [f"{role} reschedule form: {v['id']} {v['nodes']}" for v in page.evaluate(RUN) if WCAG & set(v["tags"])]
     assert found == [], "\n".join(found)
-
-
-def test_narrow_pages_have_no_wcag_violations(open_as, axe_source, seeded):
-    page = with_axe(open_as("ops", bypass_csp=True, viewport={"width": 390, "height": 844}), axe_source)
-    found = []
-    for url in ("/calendar?cancelled=1", "/queue", "/failures", f"/actions/{seeded.failed}"):
-        found += audit(page, url, "ops at 390 px")
-    assert found == [], "\n".join(found)

@@ -1,6 +1,7 @@
 """Bulk reschedule by the queue's filters: a preview, then cancel + insert with lineage; a post's rows
 move together through their post; rows that follow something else are refused with their reason."""
 
+import pytest
 from sqlalchemy import select
 
 from models.actions.tables import Origin, ScheduledAction
@@ -81,6 +82,7 @@ def test_rows_that_follow_something_else_are_refused_and_listed_with_their_reaso
     assert all_rows(app)[drip][0] == all_rows(app)[system][0] == all_rows(app)[soon][0] == "queued"
 
 
+@pytest.mark.only_backend("sqlite")  # no database rule here; the moves themselves run on both
 def test_days_keep_the_local_time_across_a_clock_change_and_hours_are_elapsed(app, world, browser_for):
     from datetime import datetime, timezone
 
@@ -97,6 +99,7 @@ def test_days_keep_the_local_time_across_a_clock_change_and_hours_are_elapsed(ap
     assert replacement_of(app, to_date).publish_at.isoformat() == "2026-11-02T14:00:00+00:00"  # 09:00 EST
 
 
+@pytest.mark.only_backend("sqlite")  # no database rule here; the moves themselves run on both
 def test_bad_input_is_a_4xx_and_changes_nothing(app, world, browser_for):
     make_action(app, world, minutes=100, target="bad@example.test")
     ops = browser_for("ops")
@@ -114,6 +117,7 @@ def test_bad_input_is_a_4xx_and_changes_nothing(app, world, browser_for):
     assert all_rows(app) == before
 
 
+@pytest.mark.only_backend("sqlite")  # no database rule here; the moves themselves run on both
 def test_bulk_reschedule_is_ops_only(app, world, browser_for):
     row = make_action(app, world, minutes=100)
     marketer = browser_for("marketer")

@@ -1,6 +1,7 @@
 """Moving a post on the calendar: a drop (or Move to…) moves every queued target with lineage, sent
 ones stay and the answer says so, refusals come back in place, Undo is another guarded move."""
 
+import pytest
 import re
 
 from sqlalchemy import select
@@ -66,6 +67,7 @@ def test_a_drop_moves_every_queued_target_to_the_new_day_at_the_same_local_time_
     assert (moved.wall_date.isoformat(), moved.wall_time.isoformat()) == ("2026-06-17", "09:00:00")
 
 
+@pytest.mark.only_backend("sqlite")  # no database rule here; the moves themselves run on both
 def test_a_week_drop_lands_at_the_slots_time_and_says_when_the_wall_time_shifts(app, world, browser_for):
     post = make_post(app, world, day="2026-10-29", at="09:00")
     answer = drop(browser_for("ops"), post, "2026-11-01", "01:30", view="week")
@@ -87,6 +89,7 @@ def test_a_sent_target_stays_and_the_drop_says_so(app, world, browser_for):
     assert [r.status for r in rows if r.target_key == "news"] == ["cancelled", "queued"]
 
 
+@pytest.mark.only_backend("sqlite")  # no database rule here; the moves themselves run on both
 def test_an_in_flight_target_stays_and_the_drop_says_so(app, world, browser_for):
     post = two_target_post(app, world)
     news = next(r for r in rows_of_post(app, world, post) if r.target_key == "news")
@@ -96,6 +99,7 @@ def test_an_in_flight_target_stays_and_the_drop_says_so(app, world, browser_for)
     assert "News is being sent (claimed at 09:00); 1 target moved to" in text(answer)
 
 
+@pytest.mark.only_backend("sqlite")  # no database rule here; the moves themselves run on both
 def test_a_draft_moves_alone_it_has_no_rows(app, world, browser_for):
     post = make_post(app, world, approve=False)
     answer = drop(browser_for("marketer"), post, "2026-06-20", "08:15")
@@ -163,6 +167,7 @@ def test_undo_is_refused_when_a_row_was_claimed_meanwhile_and_nothing_moves_back
     assert post_of(app, post).wall_date.isoformat() == "2026-06-01"
 
 
+@pytest.mark.only_backend("sqlite")  # no database rule here; the moves themselves run on both
 def test_bad_move_input_is_a_4xx_and_changes_nothing(app, world, browser_for):
     from tests.conftest import make_world
 
@@ -193,6 +198,7 @@ def test_bad_move_input_is_a_4xx_and_changes_nothing(app, world, browser_for):
     assert drop(marketer, other_post, "2026-06-12", "09:00").status_code == 404
 
 
+@pytest.mark.only_backend("sqlite")  # no database rule here; the moves themselves run on both
 def test_without_htmx_a_move_redirects_to_the_calendar_and_a_refusal_shows_the_move_page(app, world, browser_for):
     post = make_post(app, world)
     marketer = browser_for("marketer")
@@ -205,6 +211,7 @@ def test_without_htmx_a_move_redirects_to_the_calendar_and_a_refusal_shows_the_m
     assert 'name="date" type="date" value="2020-01-01"' in text(refused)
 
 
+@pytest.mark.only_backend("sqlite")  # no database rule here; the moves themselves run on both
 def test_chips_of_posts_drag_and_rows_that_follow_something_else_say_why_not(app, world, browser_for):
     post = make_post(app, world, day="2026-06-11", at="09:00")
     draft = make_post(app, world, day="2026-06-11", at="11:00", approve=False)
@@ -224,6 +231,7 @@ def test_chips_of_posts_drag_and_rows_that_follow_something_else_say_why_not(app
     assert 'id="drop-form"' in page
 
 
+@pytest.mark.only_backend("sqlite")  # no database rule here; the moves themselves run on both
 def test_move_to_opens_a_form_and_previews_where_the_post_lands_with_any_dst_note(app, world, browser_for):
     post = make_post(app, world)
     marketer = browser_for("marketer")
@@ -244,6 +252,7 @@ def test_move_to_opens_a_form_and_previews_where_the_post_lands_with_any_dst_not
     assert marketer.get(f"/calendar/move-preview?post={post}").status_code == 302
 
 
+@pytest.mark.only_backend("sqlite")  # no database rule here; the moves themselves run on both
 def test_every_role_may_move_a_post_and_the_domain_says_so(app, world, browser_for):
     assert [may_move_post(role) for role in Role] == [True, True, True]
     post = make_post(app, world)
