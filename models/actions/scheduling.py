@@ -224,6 +224,26 @@ def _refuse_by_rule(hooks: Hooks | None, session: Session, row: ScheduledAction,
         raise refused
 
 
+# Rows a person may not move in time by themselves, by origin (the brief's "People acting on
+# minted rows"): each follows something else, which is what moves them. Rows of other origins
+# (a person's, a recurring rule's) are rescheduled as themselves.
+NOT_RESCHEDULED_BY_ORIGIN = {
+    Origin.RECONCILER.value: ("follows_post", "action #{id} follows post {thing}; move the post instead"),
+    Origin.DRIP.value: ("follows_enrollment", "action #{id} is a drip send; it follows its enrollment"),
+    Origin.SYSTEM.value: ("follows_notification",
+                          "action #{id} sends notification {thing}; it is cancelled or retried, never moved"),
+}
+
+
+def reschedule_refusal(row: ScheduledAction) -> Conflict | None:
+    """Why ``row`` may not be rescheduled as itself, decided by its origin; None when it may."""
+    if row.origin not in NOT_RESCHEDULED_BY_ORIGIN:
+        return None
+    code, words = NOT_RESCHEDULED_BY_ORIGIN[row.origin]
+    detail = {"post_id": row.thing_id} if code == "follows_post" else {}
+    return Conflict(words.format(id=row.id, thing=row.thing_id), code=code, **detail)
+
+
 def reschedule_action(
     session: Session, workspace_id: int, action_id: int, publish_at: datetime, *, now: datetime, policy: Policy,
     actor: Actor, role: Role, hooks: Hooks | None = None,
@@ -235,15 +255,9 @@ def reschedule_action(
     """
     access.check_may_reschedule(role)
     old = get_action(session, workspace_id, action_id)
-    if old.origin == Origin.RECONCILER.value:
-        raise Conflict(
-            f"action #{action_id} follows post {old.thing_id}; move the post instead",
-            code="follows_post",
-            post_id=old.thing_id,
-        )
-    if old.origin == Origin.SYSTEM.value:
-        raise Conflict(f"action #{action_id} sends notification {old.thing_id}; it is cancelled or retried, "
-                       "never moved", code="follows_notification")
+    refusal = reschedule_refusal(old)
+    if refusal is not None:
+        raise refusal
     _refuse_by_rule(hooks, session, old, "reschedule")
     check_publish_at(publish_at, now, policy)
     outcome = lifecycle.cancel(

@@ -60,3 +60,27 @@ def resolve_typed(day: date, at: time, zone: str, field: str = "local_time") -> 
                            code="bad_zone") from None
     except OverflowError:  # the first or last hours of years 1 and 9999, once moved to UTC
         raise InvalidInput(f"{field} is outside the years 1 to 9999 in UTC", field=field, code="bad_time") from None
+
+
+SHIFT = re.compile(r"^([+-])?\s*(?:(\d{1,4})\s*d)?\s*(?:(\d{1,5})\s*h)?\s*(?:(\d{1,6})\s*m(?:in)?)?$", re.I)
+MAX_SHIFT_DAYS = 3660
+
+
+def parse_shift(raw, field: str = "shift") -> tuple[int, int]:
+    """A shift typed as ``+2h``, ``-1d``, ``1d 3h 30m`` or ``90m``: ``(days, minutes)``, both signed.
+
+    Days are calendar days (the local wall time is kept across a clock change); hours and
+    minutes are elapsed time, as the brief's "Time across wings" settles it.
+    """
+    text = raw.strip() if isinstance(raw, str) else ""
+    match = SHIFT.match(text) if text else None
+    if not match or not any(match.group(n) for n in (2, 3, 4)):
+        raise InvalidInput(f"{field} must look like +2h, -1d, 1d 3h or 90m", field=field, code="bad_shift")
+    sign = -1 if match.group(1) == "-" else 1
+    days = int(match.group(2) or 0)
+    minutes = int(match.group(3) or 0) * 60 + int(match.group(4) or 0)
+    if days + minutes // 1440 > MAX_SHIFT_DAYS:
+        raise InvalidInput(f"{field} is more than 10 years", field=field, code="too_far")
+    if days == 0 and minutes == 0:
+        raise InvalidInput(f"a {field} of zero moves nothing", field=field, code="bad_shift")
+    return sign * days, sign * minutes

@@ -13,8 +13,9 @@ from datetime import date, datetime, time, timedelta
 from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.orm import Session
 
-from models.actions.tables import ScheduledAction
+from models.actions.tables import Origin, ScheduledAction
 from models.core.hooks import CalendarEntry, CalendarSource
+from models.posts.tables import post_id_of
 from models.timing.wall_time import resolve_wall_time
 
 # A day with more than this many rows shows counts per type instead of chips.
@@ -98,3 +99,29 @@ def _spans(days: list[CalendarDay]) -> list[tuple[datetime, datetime]]:
         else:
             spans.append([day.start, day.end])
     return [(start, end) for start, end in spans]
+
+
+# What a chip says when it cannot be dragged, by the origin of its row. A post's rows move
+# through their post; every other row follows something else, or a person's own decision.
+NOT_DRAGGED_BY_ORIGIN = {
+    Origin.RECURRING.value: "A recurring occurrence: edit the rule to move it.",
+    Origin.DRIP.value: "A drip send follows its enrollment; it cannot be moved here.",
+    Origin.SYSTEM.value: "One of Tickwork's own notifications; it cannot be moved.",
+    Origin.PERSON.value: "Scheduled by a person or sent now, not by its post: reschedule it from the queue.",
+}
+
+
+@dataclass(frozen=True)
+class HowToMove:
+    """How a calendar chip moves: through its post (``post_id``), or not at all (``refusal`` says why)."""
+
+    post_id: int | None
+    refusal: str | None
+
+
+def how_to_move(row: ScheduledAction) -> HowToMove:
+    """Decided by the row's origin: rows the reconciler minted from a post move with their post."""
+    post_id = post_id_of(row.thing_id) if row.origin == Origin.RECONCILER.value else None
+    if post_id is not None:
+        return HowToMove(post_id, None)
+    return HowToMove(None, NOT_DRAGGED_BY_ORIGIN.get(row.origin, "This action cannot be moved from the calendar."))

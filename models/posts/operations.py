@@ -1,7 +1,8 @@
-"""What people do to posts: create, edit, approve, unapprove, archive, Post now.
+"""What people do to posts: create, edit, move, approve, unapprove, archive, Post now.
 
-The operations here (:func:`create_post`, :func:`update_post`, :func:`approve_post`,
-:func:`unapprove_post`, :func:`archive_post`, :func:`post_now`) are what both shells call.
+The operations here (:func:`create_post`, :func:`update_post`, :func:`move_post`,
+:func:`approve_post`, :func:`unapprove_post`, :func:`archive_post`, :func:`post_now`) are what
+both shells call.
 Each takes a session inside a write transaction (``models.core.database.write_session``), the
 workspace id, the actor, ``now`` and the policy; each raises :mod:`models.core.errors` types and
 changes nothing when it does. Approve and edit reconcile the post at once, through the same
@@ -23,12 +24,14 @@ from models.channels.tables import Channel
 from models.core.errors import Conflict, InvalidInput
 from models.core.moves import Actor
 from models.core.policy import Policy
+from models.accounts.tables import Role
 from models.posts import lifecycle as post_lifecycle
+from models.posts.access import check_may_move_post
 from models.posts.checks import check_body, check_media, check_targets, check_wall_time
 from models.posts.reconciler import reconcile_post
 from models.posts.reading import get_post, post_payload, post_rows, post_targets
 from models.posts.tables import ACTION_TYPE, TERMINAL_POST_STATUSES, Post, PostStatus, PostTarget
-from models.timing.wall_time import InvalidTimezone
+from models.timing.wall_time import InvalidTimezone, ResolvedTime
 
 
 @dataclass
@@ -122,6 +125,135 @@ def update_post(
     change = _reconcile(session, post, actor=actor, now=now, policy=policy)
     change.note = note
     return change
+
+
+@dataclass(frozen=True)
+class StayedTarget:
+    """A target a move left where it was: its latest row's status, and when that happened
+    (sent, claimed, failed, cancelled; for a person's queued row, when it is due)."""
+
+    channel: str
+    status: str
+    at: datetime | None
+
+
+@dataclass(frozen=True)
+class UndoGuard:
+    """What undoing a move expects to find: the post at the revision the move left it, and
+    every row the move queued still queued. Anything else means the world moved on."""
+
+    revision: int
+    row_ids: tuple[int, ...] = ()
+
+
+@dataclass
+class PostMoved:
+    """A post after :func:`move_post`: where it was, where it is, which targets moved and which stayed."""
+
+    post: Post
+    previous: tuple[date, time]
+    resolved: ResolvedTime
+    new_rows: list[ScheduledAction] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
+    stayed: list[StayedTarget] = field(default_factory=list)
+    unchanged: bool = False
+
+    @property
+    def undo(self) -> UndoGuard:
+        """The guard an undo of this move carries."""
+        return UndoGuard(revision=self.post.revision, row_ids=tuple(row.id for row in self.new_rows))
+
+
+def move_post(
+    session: Session,
+    workspace_id: int,
+    post_id: int,
+    *,
+    wall_date: date,
+    wall_time: time,
+    actor: Actor,
+    role: Role,
+    now: datetime,
+    policy: Policy,
+    guard: UndoGuard | None = None,
+) -> PostMoved:
+    """Move a draft or approved post (every target) to another wall date and time.
+
+    The same change as editing the post's time (:func:`update_post`): queued targets move by
+    the reconciler's rules (cancel + insert with lineage), sent and in-flight ones stay, and
+    the result says which did what. A published or archived post, or a time in the past, is
+    refused and nothing changes. With ``guard`` (an undo), the move is refused as a whole
+    unless the post is still at the guarded revision and every guarded row is still queued,
+    and then moves them all or nothing.
+    """
+    check_may_move_post(role)
+    post = get_post(session, workspace_id, post_id, lock=True)
+    previous = (post.wall_date, post.wall_time)
+    resolved = check_move(session, post, wall_date, wall_time, now=now, policy=policy)
+    if guard is not None:
+        _check_undo_guard(session, post, guard)
+    elif (wall_date, wall_time) == previous:
+        return PostMoved(post, previous, resolved, unchanged=True)
+    change = update_post(session, workspace_id, post_id, wall_date=wall_date, wall_time=wall_time, actor=actor,
+                         now=now, policy=policy)
+    rows = post_rows(session, workspace_id, [post_id])[post_id]
+    if guard is not None:
+        by_id = {row.id: row for row in rows}
+        for row_id in guard.row_ids:
+            if by_id[row_id].status != Status.CANCELLED.value:
+                # Claimed between our look and our cancel: the whole undo is refused, and rolled back.
+                raise _claimed_meanwhile(by_id[row_id])
+    moved, stayed = _target_outcomes(post_targets(session, post_id), rows, resolved.instant)
+    return PostMoved(change.post, previous, resolved, new_rows=change.new_rows, moved=moved, stayed=stayed)
+
+
+def check_move(session: Session, post: Post, wall_date: date, wall_time: time, *, now: datetime,
+               policy: Policy) -> ResolvedTime:
+    """Where ``post`` would land at this wall date and time (with the DST note), or why it cannot
+    move there; writes nothing. The calendar shows it while a chip is dragged."""
+    _refuse_if_terminal(post, "it can no longer be moved")
+    return check_wall_time(wall_date, wall_time, workspace_zone(session, post.workspace_id), now, policy)
+
+
+def _check_undo_guard(session: Session, post: Post, guard: UndoGuard) -> None:
+    if post.revision != guard.revision:
+        raise Conflict(f"post #{post.id} was changed after that move; nothing was moved back",
+                       code="changed_since")
+    rows = {row.id: row for row in post_rows(session, post.workspace_id, [post.id])[post.id]}
+    for row_id in guard.row_ids:
+        row = rows.get(row_id)
+        if row is None:
+            raise InvalidInput(f"action #{row_id} is not a row of post #{post.id}", field="rows",
+                               code="unknown_row")
+        if row.status != Status.QUEUED.value:
+            raise _claimed_meanwhile(row)
+
+
+def _claimed_meanwhile(row: ScheduledAction) -> Conflict:
+    words = {Status.SUBMITTED.value: "is being sent", Status.PUBLISHED.value: "was sent",
+             Status.FAILED.value: "failed", Status.CANCELLED.value: "was cancelled"}.get(row.status, row.status)
+    return Conflict(f"{row.target_key} {words} meanwhile; nothing was moved back", code="claimed_meanwhile",
+                    status_now=row.status)
+
+
+def _target_outcomes(targets: list[Channel], rows: list[ScheduledAction],
+                     instant: datetime) -> tuple[list[str], list[StayedTarget]]:
+    """Each target's fate after a move, read from its latest row: at the new instant, or where it stayed."""
+    latest: dict[str, ScheduledAction] = {}
+    for row in rows:
+        latest[row.target_key] = row  # rows come oldest first
+    moved, stayed = [], []
+    for channel in targets:
+        row = latest.get(channel.name)
+        if row is None:
+            continue  # a draft keeps no rows
+        if row.status == Status.QUEUED.value and row.origin == Origin.RECONCILER.value and row.publish_at == instant:
+            moved.append(channel.name)
+            continue
+        at = {Status.SUBMITTED.value: row.submitted_at, Status.QUEUED.value: row.publish_at}.get(
+            row.status, row.finished_at)
+        stayed.append(StayedTarget(channel.name, row.status, at))
+    return moved, stayed
 
 
 def _replace_targets(session: Session, post_id: int, channels: list[Channel]) -> None:

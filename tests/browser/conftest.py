@@ -7,20 +7,32 @@ Screenshots go to a temporary folder, or to ``TICKWORK_SCREENS_DIR`` when it is 
 (``TICKWORK_SCREENS_DIR=docs/screens`` refreshes the ones the README shows).
 """
 
+import base64
+import hashlib
+import io
 import os
+import tarfile
 import threading
+import urllib.request
 from pathlib import Path
 
 import pytest
 from werkzeug.serving import make_server
 
 from models.timing.clock import FrozenClock
-from tests.conftest import T0, TEST_SECRET, make_world, migrate
+from tests.conftest import ROOT, T0, TEST_SECRET, make_world, migrate
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 PASSWORD = "correct horse battery"
+
+# axe-core, the accessibility engine, pinned: fetched from the npm registry's tarball, checked
+# against the registry's sha512 before use, cached under .cache/. It is injected only into the
+# contexts that audit (they bypass the page's CSP); it is never served by Tickwork.
+AXE_VERSION = "4.14.1"
+AXE_TARBALL = f"https://registry.npmjs.org/axe-core/-/axe-core-{AXE_VERSION}.tgz"
+AXE_SHA512 = "FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ=="
 
 
 @pytest.fixture(scope="session")
@@ -60,6 +72,27 @@ def chromium():
         browser.close()
 
 
+def _checked(tarball: bytes) -> bytes:
+    digest = base64.b64encode(hashlib.sha512(tarball).digest()).decode()
+    if digest != AXE_SHA512:
+        pytest.fail(f"axe-core {AXE_VERSION}: the tarball's sha512 is {digest}, not the pinned {AXE_SHA512}")
+    return tarball
+
+
+@pytest.fixture(scope="session")
+def axe_source() -> str:
+    """The pinned axe-core's ``axe.min.js``, its tarball verified by sha512."""
+    cached = ROOT / ".cache" / f"axe-core-{AXE_VERSION}.tgz"
+    if not cached.exists():
+        with urllib.request.urlopen(AXE_TARBALL, timeout=60) as answer:
+            tarball = _checked(answer.read())
+        cached.parent.mkdir(exist_ok=True)
+        cached.write_bytes(tarball)
+    tarball = _checked(cached.read_bytes())
+    with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:gz") as archive:
+        return archive.extractfile("package/axe.min.js").read().decode()
+
+
 @pytest.fixture(scope="session")
 def screens(tmp_path_factory) -> Path:
     chosen = os.environ.get("TICKWORK_SCREENS_DIR")
@@ -73,8 +106,10 @@ def open_as(live, chromium):
     """``open_as("ops")``: a fresh browser context signed in as that role; returns its page."""
     contexts = []
 
-    def sign_in(role: str):
-        context = chromium.new_context(viewport={"width": 1280, "height": 860}, base_url=live.url)
+    def sign_in(role: str, *, viewport=None, bypass_csp: bool = False, **options):
+        """``bypass_csp`` is for the accessibility audit only, which injects axe-core into the page."""
+        context = chromium.new_context(viewport=viewport or {"width": 1280, "height": 860}, base_url=live.url,
+                                       bypass_csp=bypass_csp, **options)
         contexts.append(context)
         page = context.new_page()
         page.dialogs = []

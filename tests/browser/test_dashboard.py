@@ -51,10 +51,12 @@ def test_compose_approve_and_find_it_on_its_local_day(open_as, live, screens):
     page.get_by_role("link", name="Week").click()
     expect(page.locator('td[data-date="2026-06-01"]')).to_be_visible()
     page.get_by_role("link", name="Next →").click()
-    expect(page.locator('td[data-date="2026-06-10"]')).to_contain_text("Summer menu")
+    # The week is laid out by hour: 23:30 sits in the 23:00 slot of its local day.
+    slot = page.locator('td.slot[data-slot-date="2026-06-10"][data-drop-time="23:00"]')
+    expect(slot).to_contain_text("Summer menu")
     shot(page, screens, "calendar-week")
     # The chip opens the action's detail, which links back to the post.
-    page.locator('td[data-date="2026-06-10"] a.chip-link').first.click()
+    slot.locator("a.chip-link").first.click()
     expect(page.get_by_role("link", name="open the post")).to_be_visible()
 
 
@@ -127,7 +129,7 @@ def test_typed_markup_executes_nowhere(open_as, live, screens):
         page.goto(url)
         page.wait_for_load_state("networkidle")
         assert_nothing_ran(page)
-    expect(page.locator('td[data-date="2026-06-12"]')).to_contain_text("<script>")
+    expect(page.locator('td.slot[data-slot-date="2026-06-12"][data-drop-time="09:00"]')).to_contain_text("<script>")
     page.goto(f"/actions/{sent}")
     expect(page.locator("pre.payload")).to_contain_text("<script>window.__pwned = 1</script>")
     expect(page.locator("dl.facts")).to_contain_text('onerror="window.__pwned = 2')

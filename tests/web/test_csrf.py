@@ -41,7 +41,7 @@ def test_every_dashboard_post_without_a_token_is_refused(app, acme, browser_for)
         checked.append(rule.endpoint)
     # The dashboard's state-changing routes are all in the list (a guard against an empty map).
     for endpoint in ("pages.login", "pages.logout", "pages.switch_workspace", "actions.cancel", "actions.reschedule",
-                     "actions.retry", "actions.post_now", "queue.bulk_cancel", "queue.bulk_retry", "posts.create",
+                     "actions.retry", "actions.post_now", "calendar.move", "queue.bulk_cancel", "queue.bulk_retry", "queue.bulk_reschedule", "posts.create",
                      "posts.update", "posts.approve", "posts.unapprove", "posts.archive", "posts.send_now",
                      "channels.create", "channels.update", "channels.test_send", "members.add", "members.role",
                      "members.remove"):

@@ -123,7 +123,7 @@ def test_reschedule_refusals(app, acme, browser_for):
 def test_a_post_row_offers_move_post_and_post_now(app, acme, browser_for):
     marketer = browser_for("marketer")
     row = marketer.get(f"/actions/{acme.post_row}/row", htmx=True)
-    assert f'href="/posts/{acme.post}" aria-label="Move the post of #{acme.post_row}, publish_post to main">Move post</a>' in text(row)
+    assert f'href="/posts/{acme.post}" aria-label="Move post of #{acme.post_row}, publish_post to main">Move post</a>' in text(row)
     assert "Reschedule</button>" not in text(row) and "Post now</button>" in text(row)
     plain = marketer.get(f"/actions/{acme.queued}/row", htmx=True)
     assert "Move post" not in text(plain) and "Post now" not in text(plain)

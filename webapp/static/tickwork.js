@@ -11,3 +11,120 @@ document.addEventListener("htmx:error", function (event) {
   note.textContent = "Tickwork could not be reached; check your connection and try again.";
   messages.replaceChildren(note);
 });
+
+// The calendar: drag a post's chip to another day (month) or time slot (week). The browser's own
+// drag events; the drop submits the calendar's hidden #drop-form, which htmx posts, and the server
+// answers with the calendar re-rendered and the outcome (or the refusal) written on it. While a
+// chip is dragged, #drop-preview shows where it would land and any DST note, asked of the server.
+// Every drag has a keyboard equivalent: the "Move to…" control beside each post.
+(function () {
+  var dragged = null;
+  var lastSpot = null;
+  var lastCell = null;
+
+  function say(text) {
+    var area = document.getElementById("calendar-notice");
+    if (!area) return;
+    var note = document.createElement("p");
+    note.className = "message info";
+    note.setAttribute("role", "status");
+    note.textContent = text;
+    area.replaceChildren(note);
+  }
+
+  function dropCell(event) {
+    return event.target.closest ? event.target.closest("[data-drop-date]") : null;
+  }
+
+  function landing(cell, event) {
+    var time = dragged.time;
+    var slot = cell.getAttribute("data-drop-time");
+    if (slot) {
+      // A week slot is an hour; where the pointer is in it picks the quarter.
+      var box = cell.getBoundingClientRect();
+      var quarter = Math.floor(((event.clientY - box.top) / Math.max(box.height, 1)) * 4);
+      time = slot.slice(0, 3) + ["00", "15", "30", "45"][Math.min(3, Math.max(0, quarter))];
+    }
+    return { date: cell.getAttribute("data-drop-date"), time: time };
+  }
+
+  function finish() {
+    if (lastCell) lastCell.classList.remove("drop-here");
+    document.querySelectorAll(".chip.dragging").forEach(function (chip) { chip.classList.remove("dragging"); });
+    var preview = document.getElementById("drop-preview");
+    if (preview) { preview.hidden = true; preview.replaceChildren(); }
+    dragged = null; lastSpot = null; lastCell = null;
+  }
+
+  document.addEventListener("dragstart", function (event) {
+    var chip = event.target.closest ? event.target.closest("[data-move-post], [data-unmovable]") : null;
+    if (!chip) return;
+    if (chip.hasAttribute("data-unmovable")) {
+      event.preventDefault();
+      say(chip.getAttribute("data-unmovable"));
+      return;
+    }
+    dragged = { post: chip.getAttribute("data-move-post"), date: chip.getAttribute("data-wall-date"),
+                time: chip.getAttribute("data-wall-time") };
+    event.dataTransfer.effectAllowed = "move";
+    event.dataTransfer.setData("text/plain", "post #" + dragged.post);
+    document.querySelectorAll('[data-move-post="' + dragged.post + '"]').forEach(function (same) {
+      same.classList.add("dragging");
+    });
+  });
+
+  document.addEventListener("dragover", function (event) {
+    if (!dragged) return;
+    var cell = dropCell(event);
+    if (!cell) return;
+    event.preventDefault();
+    event.dataTransfer.dropEffect = "move";
+    var spot = landing(cell, event);
+    var key = spot.date + "T" + spot.time;
+    if (key === lastSpot) return;
+    lastSpot = key;
+    if (lastCell) lastCell.classList.remove("drop-here");
+    cell.classList.add("drop-here");
+    lastCell = cell;
+    var form = document.getElementById("drop-form");
+    var preview = document.getElementById("drop-preview");
+    if (!form || !preview || !window.htmx) return;
+    preview.hidden = false;
+    var url = form.getAttribute("data-preview-url") + "?" + new URLSearchParams(
+      { post: dragged.post, date: spot.date, time: spot.time }).toString();
+    htmx.ajax("GET", url, { target: "#drop-preview", swap: "innerHTML" });
+  });
+
+  document.addEventListener("drop", function (event) {
+    if (!dragged) return;
+    var cell = dropCell(event);
+    if (!cell) return;
+    event.preventDefault();
+    var spot = landing(cell, event);
+    var form = document.getElementById("drop-form");
+    var same = spot.date === dragged.date && spot.time === dragged.time;
+    if (form && !same) {
+      form.elements.post.value = dragged.post;
+      form.elements.date.value = spot.date;
+      form.elements.time.value = spot.time;
+    }
+    finish();
+    if (form && !same) form.requestSubmit();
+  });
+
+  document.addEventListener("dragend", finish);
+
+  // After the calendar re-renders with an outcome, focus moves to it (so a screen reader reads it),
+  // and its Undo is offered for a few seconds only.
+  function settle() {
+    var focus = document.querySelector("[data-focus-after-swap]");
+    if (focus) { focus.removeAttribute("data-focus-after-swap"); focus.focus(); }
+    document.querySelectorAll("form.undo[data-undo-seconds]").forEach(function (undo) {
+      var seconds = parseFloat(undo.getAttribute("data-undo-seconds")) || 10;
+      undo.removeAttribute("data-undo-seconds");
+      setTimeout(function () { undo.remove(); }, seconds * 1000);
+    });
+  }
+  document.addEventListener("htmx:after:settle", settle);
+  document.addEventListener("DOMContentLoaded", settle);
+})();

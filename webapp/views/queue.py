@@ -1,4 +1,4 @@
-"""The queue (what fires next) and failures (what did not go out), with bulk cancel and retry."""
+"""The queue (what fires next) and failures (what did not go out), with bulk cancel, retry and reschedule."""
 
 from flask import Blueprint, render_template, request
 from flask_login import login_required
@@ -7,7 +7,9 @@ from models.accounts.tables import Role
 from models.actions.filters import action_types, count_actions, find_actions, matching_ids
 from models.actions.tables import Status
 from models.core.database import db, write_session
-from models.core.errors import DomainError
+from models.core.errors import DomainError, InvalidInput
+from models.core.time_input import parse_day, parse_shift
+from models.overview.rescheduling import Shift, plan_reschedule, reschedule_matching
 from models.actions.reading import action_cursor
 from models.actions.scheduling import cancel_action, retry_action
 from models.channels.reading import channel_names
@@ -101,3 +103,47 @@ def bulk_cancel():
 def bulk_retry():
     """Retry every failed action matching the filter, after a preview count and a confirmation."""
     return _bulk("retry")
+
+
+def _shift(source) -> Shift | None:
+    """The shift typed into the bulk reschedule form; None when none was given yet; a 422 when garbled."""
+    raw_shift, raw_date = (source.get("shift") or "").strip(), (source.get("to_date") or "").strip()
+    if raw_shift and raw_date:
+        raise InvalidInput("Give a shift or a date, not both.", field="shift", code="both")
+    if raw_date:
+        return Shift(to_date=parse_day(raw_date, "to_date"))
+    if raw_shift:
+        days, minutes = parse_shift(raw_shift)
+        return Shift(days=days, minutes=minutes)
+    return None
+
+
+@bp.route("/queue/bulk-reschedule", methods=["GET", "POST"])
+@require_role(Role.OPS)
+def bulk_reschedule():
+    """Shift every queued action matching the filter by a duration, or move it to a date, after a preview."""
+    v = viewer()
+    rt = runtime()
+    source = request.form if request.method == "POST" else request.args
+    parsed = parse_filter(source, v, allowed=(Status.QUEUED.value,), default=(Status.QUEUED.value,))
+    ids = matching_ids(db.session, v.workspace.id, parsed.wanted, limit=BULK_LIMIT + 1)
+    context = dict(v=v, parsed=parsed, count=min(len(ids), BULK_LIMIT), capped=len(ids) > BULK_LIMIT,
+                   limit=BULK_LIMIT, plan=None, done=None, error=None,
+                   typed={"shift": (source.get("shift") or "")[:40], "to_date": (source.get("to_date") or "")[:40]})
+    template = "queue/_bulk_reschedule.html" if is_htmx() else "queue/bulk_reschedule.html"
+    try:
+        shift = _shift(source)
+        if shift is not None:
+            context["plan"] = plan_reschedule(db.session, v.workspace.id, ids[:BULK_LIMIT], shift, zone=v.zone,
+                                              now=rt.now(), policy=rt.policy)
+    except DomainError as error:
+        context["error"] = error.message
+        return render_template(template, **context), error.status
+    if request.method == "GET" or shift is None or request.form.get("confirm") != "yes":
+        return render_template(template, **context)
+    with write_session() as session:
+        done = reschedule_matching(session, v.workspace.id, ids[:BULK_LIMIT], shift, zone=v.zone, actor=v.actor,
+                                   role=v.role, now=rt.now(), policy=rt.policy)
+    rt.announce_due(done.new_rows)
+    context.update(done=done, plan=None)
+    return render_template(template, **context)

@@ -56,6 +56,10 @@ def refusal_message(error: DomainError, row: ScheduledAction | None, viewer) -> 
             return f"Attempts exhausted ({row.attempt_count} used); it cannot be retried." if row else "Attempts exhausted."
         if error.code == "follows_post":
             return "This action follows its post; move the post instead."
+        if error.code == "follows_enrollment":
+            return "This drip send follows its enrollment; it cannot be rescheduled by itself."
+        if error.code == "follows_notification":
+            return "This is one of Tickwork's own notifications; it cannot be rescheduled."
         if error.code == "already_published":
             return "This thing was already published to this target."
         if error.code == "wrong_state" and row is not None:

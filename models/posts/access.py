@@ -1,0 +1,28 @@
+"""Who may change a post's time, written once: the calendar's drag and drop, its "Move to…"
+control and the bulk reschedule ask here, and :func:`models.posts.operations.move_post`
+enforces it.
+
+| change                    | who may                                        |
+|---------------------------|------------------------------------------------|
+| move a post (drag, Move to…) | marketers and every role above them (ops, admins) |
+
+Whether a *row* may be dragged is a rule about the row (its origin), not the person: see
+:func:`models.overview.calendar.how_to_move`.
+"""
+
+from models.accounts.tables import Role
+from models.core.errors import Forbidden
+
+# The least role that may move a post in time.
+MOVES_POSTS = Role.MARKETER
+
+
+def may_move_post(role: Role) -> bool:
+    """Composing and scheduling posts is a marketer's job, so moving one is too."""
+    return role.allows(MOVES_POSTS)
+
+
+def check_may_move_post(role: Role) -> None:
+    """Forbidden unless :func:`may_move_post`."""
+    if not may_move_post(role):
+        raise Forbidden(f"You need the {MOVES_POSTS.value} role to move a post.")
