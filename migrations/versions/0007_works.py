@@ -7,7 +7,7 @@ the seven cadences as this revision knows them: a new cadence is a later revisio
 replaces the CHECK with a longer list, never a rewrite of rows.
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 Create Date: 2026-11-30 23:52:53.367515
 
 """
@@ -23,7 +23,7 @@ import models.core.types
 
 # revision identifiers, used by Alembic.
 revision = '0007'
-down_revision = '0005'
+down_revision = '0006'
 branch_labels = None
 depends_on = None
 

@@ -8,7 +8,7 @@ drip_enrollments.waiting_send_id has no foreign key on purpose: drip_sends refer
 drip_enrollments, and the pair is kept consistent by the guarded moves.
 
 Revision ID: 0008
-Revises: 0005
+Revises: 0007
 Create Date: 2026-12-01 00:00:26.748569
 
 """
@@ -20,7 +20,7 @@ import models.core.types
 
 # revision identifiers, used by Alembic.
 revision = '0008'
-down_revision = '0005'
+down_revision = '0007'
 branch_labels = None
 depends_on = None
 

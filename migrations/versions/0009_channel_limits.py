@@ -4,7 +4,7 @@ Two new tables; scheduled_actions is not altered, so its triggers (the publish g
 as they are on both dialects.
 
 Revision ID: 0009
-Revises: 0005
+Revises: 0008
 Create Date: 2026-12-01 00:30:00
 
 """
@@ -15,7 +15,7 @@ import models.core.types
 
 # revision identifiers, used by Alembic.
 revision = '0009'
-down_revision = '0005'
+down_revision = '0008'
 branch_labels = None
 depends_on = None
 

@@ -10,7 +10,7 @@ scheduled_actions and its publish guard are untouched.
   hour rollups, so a week of charts reads 168 hours rather than 10,080 minutes.
 
 Revision ID: 0010
-Revises: 0005
+Revises: 0009
 Create Date: 2026-11-30 23:50:00
 
 """
@@ -21,7 +21,7 @@ import models.core.types
 
 # revision identifiers, used by Alembic.
 revision = '0010'
-down_revision = '0005'
+down_revision = '0009'
 branch_labels = None
 depends_on = None
 

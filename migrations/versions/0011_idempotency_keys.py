@@ -8,7 +8,7 @@ scheduled_actions, which drops its triggers and the WHERE of its partial indexes
 revision carries its own copy of the publish guard and makes both again.
 
 Revision ID: 0011
-Revises: 0005
+Revises: 0010
 Create Date: 2026-12-01 01:10:00
 
 """
@@ -19,7 +19,7 @@ import models.core.types
 
 # revision identifiers, used by Alembic.
 revision = '0011'
-down_revision = '0005'
+down_revision = '0010'
 branch_labels = None
 depends_on = None
 
