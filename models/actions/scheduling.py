@@ -147,7 +147,7 @@ def insert_actions(
     values = [dict(workspace_id=workspace_id, created_by_id=actor.user_id, action_type=new.action_type,
                    thing_id=new.thing_id, target_key=new.target_key, channel_id=new.channel.id, payload=new.payload,
                    publish_at=new.publish_at, status=Status.QUEUED.value, attempt_count=0, origin=origin.value,
-                   idempotency_key=new.idempotency_key, created_at=now, updated_at=now) for new in news]
+                   created_at=now, updated_at=now) for new in news]
     try:
         with session.begin_nested():
             ids = session.execute(insert(ScheduledAction.__table__).returning(

@@ -73,22 +73,22 @@ def stop_when_the_enrollment_ended(session: Session, rows: list[ScheduledAction]
     for row in rows:
         key = wanted[row.id]
         if key is None or key[0] not in enrollments:
-            stopped[row.id] = Stop(CancelKind.EXITED.value, "not sent: it belongs to no drip enrollment")
+            stopped[row.id] = Stop("not sent: it belongs to no drip enrollment", cancel_kind=CancelKind.EXITED.value)
             continue
         campaign_id, contact_id = links[key[0]]
         status, exit_reason = enrollments[key[0]]
         contact_status = contacts.get(contact_id)
         if contact_status == ContactStatus.UNSUBSCRIBED.value:
-            stopped[row.id] = Stop(CancelKind.EXITED.value, "not sent: the contact unsubscribed")
+            stopped[row.id] = Stop("not sent: the contact unsubscribed", cancel_kind=CancelKind.EXITED.value)
         elif contact_status == ContactStatus.BOUNCED.value:
-            stopped[row.id] = Stop(CancelKind.EXITED.value, "not sent: the contact's email hard-bounced")
+            stopped[row.id] = Stop("not sent: the contact's email hard-bounced", cancel_kind=CancelKind.EXITED.value)
         elif status != EnrollmentStatus.ACTIVE.value:
-            stopped[row.id] = Stop(CancelKind.EXITED.value, f"not sent: the enrollment {status}"
-                                   + (f" ({exit_reason})" if exit_reason else ""))
+            stopped[row.id] = Stop(f"not sent: the enrollment {status}" + (f" ({exit_reason})" if exit_reason else ""),
+                                   cancel_kind=CancelKind.EXITED.value)
         elif campaigns.get(campaign_id) == CampaignStatus.ARCHIVED.value:
-            stopped[row.id] = Stop(CancelKind.EXITED.value, "not sent: the campaign was archived")
+            stopped[row.id] = Stop("not sent: the campaign was archived", cancel_kind=CancelKind.EXITED.value)
         elif campaigns.get(campaign_id) == CampaignStatus.PAUSED.value:
-            stopped[row.id] = Stop(CancelKind.PAUSED.value, "held: the campaign is paused")
+            stopped[row.id] = Stop("held: the campaign is paused", cancel_kind=CancelKind.PAUSED.value)
     return stopped
 
 

@@ -73,7 +73,7 @@ def test_rows_that_follow_something_else_are_refused_and_listed_with_their_reaso
     ops = browser_for("ops")
     preview = text(ops.get("/queue/bulk-reschedule?shift=-1h"))
     assert f"#{drip}</a>: action #{drip} is a drip send; it follows its enrollment" in preview
-    assert f"#{system}</a>: action #{system} is one of Tickwork&#39;s own notifications" in preview
+    assert f"#{system}</a>: action #{system} sends notification notification:1; it is cancelled or retried, never moved" in preview
     assert f"#{soon}</a>: its new time: shift is more than 5 minutes in the past" in preview
     assert f"#{recurring}</a>" not in preview  # ops may reschedule a rule's occurrence (the brief's table)
     done = text(ops.post("/queue/bulk-reschedule", {"shift": "-1h", "confirm": "yes"}))

@@ -6,6 +6,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import event
 
+from jobs.periodic import CLOCK_JOBS
 from models.clock.rollup import LATENESS_BUCKETS, iso, merge
 from models.core.database import db, read_session
 from models.overview.health import read_trends
@@ -44,7 +45,8 @@ def history(app, clock):
 def test_the_page_draws_24_hours_and_7_days_from_the_rollups_with_every_number_in_a_table(history, browser_for):
     page = text(browser_for("ops").get("/health"))
     day, week = page.split("Last 24 hours", 1)[1].split("Last 7 days", 1)
-    assert page.count("<svg") == 2 * 5  # lateness, throughput, backlog, and the lag of tick and reconcile
+    # Lateness, throughput, backlog, and the lag of every clock job, for each of the two ranges.
+    assert page.count("<svg") == 2 * (3 + len(CLOCK_JOBS))
     assert 'role="img"' in page and "<script" not in day and "<script" not in week
     assert "39 published, 1 failed, 0 missed." in day and "134 published, 1 failed, 5 missed." in week
     # 11:00 UTC is 07:00 in New York: the hour holding both busy minutes.

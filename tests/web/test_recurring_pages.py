@@ -166,7 +166,8 @@ def test_the_calendar_shows_occurrences_beyond_the_window_as_lighter_planned_ent
     assert f'href="/recurring/{rule}"' in day("2026-06-15") and "status-planned" in day("2026-06-15")
     assert "09:00 send_email → list@example.test" in day("2026-06-17")
     july = text(marketer.get("/calendar?view=week&date=2026-07-06", htmx=True))
-    assert july.count("chip-link chip status-planned") == 2 and "<html" not in july
+    grid = july.split('class="agenda"', 1)[0]  # the same entries are listed again in the narrow screen's agenda
+    assert grid.count("chip-link chip status-planned") == 2 and "<html" not in july
 
 
 def test_the_settings_page_previews_a_zone_change_then_makes_it(client, app, world, browser_for, clock):
