@@ -8,19 +8,30 @@ from models.actions import lifecycle
 from models.actions.scheduling import NewAction, insert_action
 from models.actions.tables import CancelKind, FailureCode, Origin
 from models.channels.operations import save_channel
+from models.accounts.tables import Role
 from models.core.database import write_session
 from models.core.moves import Actor
+from models.drips.operations import activate_campaign, create_campaign, create_contact, enroll
+from models.drips.sending import SendingContext
 from models.posts.operations import approve_post, create_post
 from models.recurring.operations import create_rule
 from models.timing.wall_time import to_local
+from models.works.context import WorksContext
+from models.works.operations import create_work, put_schedule
+from models.works.plans import DEFAULT_PLANS_PARSED
 
 DEMO_WORKSPACE = "Demo Bakery"
 DEMO_PASSWORD = "tickwork-demo"
 DEMO_PEOPLE = [("admin@demo.test", "admin"), ("ops@demo.test", "ops"), ("marketer@demo.test", "marketer")]
 DEMO_CHANNELS = [
-    ("instagram", "log", "publish_post"),
-    ("newsletter", "log", "send_email"),
-    ("sms-alerts", "log", "send_sms"),
+    ("instagram", "log", "publish_post", {}),
+    ("newsletter", "log", "send_email", {}),
+    ("sms-alerts", "log", "send_sms", {"address": "phone"}),  # a log channel that delivers to phones
+]
+DEMO_CONTACTS = [
+    ("Ana Pereira", "+15555550111"), ("Ben Okafor", "+15555550112"), ("Chloé Martin", "+15555550113"),
+    ("Dev Raman", "+15555550114"), ("Eli Cohen", "+15555550115"), ("Fatima Zahra", "+15555550116"),
+    ("Gus Lindqvist", "+15555550117"), ("Hana Sato", "+15555550118"),
 ]
 _BODIES = [
     "Fresh sourdough is out of the oven 🍞",
@@ -35,18 +46,20 @@ def load_demo(runtime) -> str:
     """Create the demo workspace and return the login lines to print."""
     now = runtime.now()
     with write_session() as session:
-        workspace = create_workspace(session, name=DEMO_WORKSPACE, zone="America/New_York", plan="team", now=now)
+        workspace = create_workspace(session, name=DEMO_WORKSPACE, zone="America/New_York", plan="pro", now=now)
         for email, role in DEMO_PEOPLE:
             add_member(session, workspace.id, email=email, role=role, password=DEMO_PASSWORD, now=now)
         channels = [
-            (save_channel(session, workspace.id, name=name, kind=kind, config={}, box=runtime.secret_box, now=now),
-             action_type)
-            for name, kind, action_type in DEMO_CHANNELS
+            (save_channel(session, workspace.id, name=name, kind=kind, config=config, box=runtime.secret_box,
+                          now=now), action_type)
+            for name, kind, action_type, config in DEMO_CHANNELS
         ]
         _demo_actions(session, workspace.id, channels, now)
         _demo_posts(session, workspace.id, runtime.policy, now)
         _demo_due_soon(session, workspace.id, channels, now)
         _demo_rules(session, workspace.id, runtime.policy, now)
+        _demo_drip(session, workspace.id, runtime, now)
+        _demo_works(session, workspace.id, runtime, now)
     people = "\n".join(f"  {email:<22} {role}" for email, role in DEMO_PEOPLE)
     return (
         f"Demo workspace {DEMO_WORKSPACE!r} is ready.\n"
@@ -92,6 +105,37 @@ def _demo_rules(session, workspace_id, policy, now):
          "rrule": "FREQ=MONTHLY;BYDAY=-1FR", "starts_local": f"{today.isoformat()}T16:00", "misfire": "fire_once"},
     ):
         create_rule(session, workspace_id, fields, actor=marketer, now=now, policy=policy)
+
+
+def _demo_drip(session, workspace_id, runtime, now):
+    """An SMS welcome series, active, with eight contacts enrolled: its first step goes out within the minute."""
+    marketer = Actor(label="user:marketer@demo.test")
+    campaign = create_campaign(session, workspace_id, name="Loyalty welcome", channel="sms-alerts", steps=[
+        {"delay": "PT0S", "body": "Welcome to the Demo Bakery loyalty club, {{ contact.first_name }}! "
+                                  "Your first coffee is on us."},
+        {"delay": "P2D", "body": "{{ contact.first_name }}, our sourdough comes out at 8 every Saturday."},
+        {"delay": "P7D", "body": "A week with us: show this text for 10% off any cake, {{ contact.first_name }}."},
+    ], actor=marketer, now=now)
+    activate_campaign(session, workspace_id, campaign.id, base_url=None, actor=marketer, now=now)
+    context = SendingContext(secret_box=runtime.secret_box, base_url=None, policy=runtime.policy, actor=marketer)
+    for name, phone in DEMO_CONTACTS:
+        contact = create_contact(session, workspace_id, name=name, phone=phone, actor=marketer, now=now)
+        enroll(session, workspace_id, campaign.id, contact.id, actor=marketer, now=now, ctx=context)
+
+
+def _demo_works(session, workspace_id, runtime, now):
+    """Two works regenerated on a cadence by the built-in ``log`` pipeline, one of them failing."""
+    ops = Actor(label="user:ops@demo.test")
+    context = WorksContext(clock=runtime.clock, policy=runtime.policy, plans=DEFAULT_PLANS_PARSED,
+                           secret_box=runtime.secret_box)
+    for name, settings, cadence in (
+        ("Menu board refresh", {"seconds": 2}, "every_8_hours"),
+        ("Supplier price sync", {"fail": "the supplier's price list answered 503"}, "daily"),
+    ):
+        work = create_work(session, workspace_id, name=name, pipeline="log", settings=settings, actor=ops,
+                           role=Role.OPS, now=now, context=context).work
+        put_schedule(session, workspace_id, work.id, cadence=cadence, actor=ops, role=Role.OPS, now=now,
+                     context=context)
 
 
 def _demo_posts(session, workspace_id, policy, now):

@@ -9,6 +9,10 @@ from sqlalchemy import func, select
 
 from models.actions.tables import ScheduledAction
 from models.core.database import read_session
+from models.drips.tables import Campaign, Enrollment
+from models.posts.tables import Post
+from models.recurring.tables import RecurringSchedule
+from models.works.tables import Work, WorkSchedule
 from tests.conftest import ROOT, TEST_SECRET
 
 
@@ -70,13 +74,19 @@ def test_a_duplicate_workspace_is_refused(world, cli):
     _refused(cli("workspace", "create", "Acme", "--timezone", "UTC"), "already exists")
 
 
-def test_demo_loads_every_status_and_prints_the_login_then_refuses_to_load_twice(app, cli):
+def test_demo_loads_every_status_and_every_wing_and_prints_the_login_then_refuses_to_load_twice(app, cli):
     output = _ok(cli("demo"))
     assert "admin@demo.test" in output and "password" in output
     with app.app_context(), read_session() as session:
         statuses = dict(session.execute(select(ScheduledAction.status, func.count())
                                         .group_by(ScheduledAction.status)).all())
+        origins = set(session.scalars(select(ScheduledAction.origin).distinct()))
+        wings = {table.__tablename__: session.scalar(select(func.count()).select_from(table))
+                 for table in (Post, RecurringSchedule, Campaign, Enrollment, Work, WorkSchedule)}
     assert {"queued", "published", "failed", "cancelled"} <= set(statuses)
+    # A newcomer sees every wing: posts, rules, a drip whose first step is queued, works on a cadence.
+    assert {"person", "reconciler", "recurring", "drip"} <= origins
+    assert all(wings.values()), wings
     _refused(cli("demo"), "already exists")
 
 
