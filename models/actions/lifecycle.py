@@ -56,6 +56,7 @@ from sqlalchemy.orm import Session
 
 from models.actions.guard import classify_integrity_error
 from models.actions.tables import ActionEvent, ActionHold, CancelKind, FailureCode, ScheduledAction, Status, due_by
+from models.core.events import event_values
 from models.core.moves import Actor, Moved, Outcome, Refusal, Refused
 from models.core.policy import DEFAULT_POLICY
 from models.core.types import UTCDateTime
@@ -179,16 +180,8 @@ def _as_action(session: Session, row) -> ScheduledAction:
 def _event(row_id: int, source: Status | None, target: Status, *, now: datetime, actor: Actor,
            reason: str | None) -> dict:
     """An event row's values; ``source`` is None for a row's first event."""
-    return {
-        "action_id": row_id,
-        "from_status": source.value if source else None,
-        "to_status": target.value,
-        "at": now,
-        "actor": actor.label,
-        "actor_user_id": actor.user_id,
-        "clock_run_id": actor.clock_run_id,
-        "reason": reason,
-    }
+    return event_values(source.value if source else None, target.value, now=now, actor=actor, reason=reason,
+                        action_id=row_id)
 
 
 def _guarded_execute(session: Session, statement, params, *, many: bool = False):

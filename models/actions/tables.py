@@ -11,6 +11,7 @@ from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from models.core.base import Base
+from models.core.events import StatusEvent
 from models.core.types import UTCDateTime
 
 
@@ -197,20 +198,12 @@ class ActionHold(Base):
     )
 
 
-class ActionEvent(Base):
+class ActionEvent(StatusEvent, Base):
     """One status change of one row: from, to, when, who or which job, and why."""
 
     __tablename__ = "action_events"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     action_id: Mapped[int] = mapped_column(ForeignKey("scheduled_actions.id", ondelete="RESTRICT"))
-    from_status: Mapped[str | None] = mapped_column(String(16))
-    to_status: Mapped[str] = mapped_column(String(16))
-    at: Mapped[datetime] = mapped_column(UTCDateTime())
-    actor: Mapped[str] = mapped_column(String(255))
-    actor_user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
-    clock_run_id: Mapped[int | None] = mapped_column(ForeignKey("clock_runs.id", ondelete="RESTRICT"))
-    reason: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
         Index("ix_action_events_action_id", "action_id", "id"),

@@ -6,6 +6,7 @@ means someone else got there first: a typed answer, never an exception swallowed
 """
 
 import enum
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,3 +57,22 @@ class Refused:
 
 
 Outcome = Moved | Refused
+
+
+def move_from_seen(session, thing, statement, params: dict, *, sources: Collection[enum.Enum], events,
+                   event: Callable[[str], dict]) -> Outcome:
+    """Run one guarded ``UPDATE ... WHERE id = ... AND status = :seen_status`` on ``thing`` from the status
+    it was seen in, and write its event (``events``, an INSERT; ``event(seen)``, its values) when it moved.
+
+    ``thing`` is expired after the statement, so it reads its new values on next use. A status
+    not among ``sources``, or one that changed meanwhile, is refused (``wrong_state``).
+    """
+    seen = thing.status
+    if seen not in {status.value for status in sources}:
+        return Refused(Refusal.WRONG_STATE, seen, thing)
+    moved = session.execute(statement, {**params, "seen_status": seen}).one_or_none()
+    session.expire(thing)
+    if moved is None:
+        return Refused(Refusal.WRONG_STATE, thing.status, thing)  # it changed under us: read again
+    session.execute(events, event(seen))
+    return Moved(thing)

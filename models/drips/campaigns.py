@@ -26,7 +26,8 @@ from datetime import datetime
 from sqlalchemy import bindparam, insert, update
 from sqlalchemy.orm import Session
 
-from models.core.moves import Actor, Moved, Outcome, Refusal, Refused
+from models.core.events import event_values
+from models.core.moves import Actor, Outcome, move_from_seen
 from models.core.types import UTCDateTime
 from models.drips.tables import Campaign, CampaignEvent, CampaignStatus
 
@@ -72,24 +73,17 @@ _EVENT = insert(CampaignEvent.__table__)
 
 def _event(campaign_id: int, source: str | None, target: str, *, now: datetime, actor: Actor,
            reason: str | None) -> dict:
-    return {"campaign_id": campaign_id, "from_status": source, "to_status": target, "at": now, "actor": actor.label,
-            "actor_user_id": actor.user_id, "clock_run_id": actor.clock_run_id, "reason": reason}
+    return event_values(source, target, now=now, actor=actor, reason=reason, campaign_id=campaign_id)
 
 
 def _move(session: Session, move: CampaignMove, campaign: Campaign, *, now: datetime, actor: Actor,
           reason: str | None) -> Outcome:
     """Run ``move`` on ``campaign`` from the status it was seen in; the event, or why it changed nothing."""
     sources, target = ALLOWED_CAMPAIGN_MOVES[move]
-    seen = campaign.status
-    if seen not in {status.value for status in sources}:
-        return Refused(Refusal.WRONG_STATE, seen, campaign)
-    moved = session.execute(_STATEMENTS[move], {"campaign_id": campaign.id, "seen_status": seen,
-                                                "now": now}).one_or_none()
-    session.expire(campaign)
-    if moved is None:
-        return Refused(Refusal.WRONG_STATE, campaign.status, campaign)  # it changed under us: read again
-    session.execute(_EVENT, _event(campaign.id, seen, target.value, now=now, actor=actor, reason=reason))
-    return Moved(campaign)
+    return move_from_seen(session, campaign, _STATEMENTS[move], {"campaign_id": campaign.id, "now": now},
+                          sources=sources, events=_EVENT,
+                          event=lambda seen: _event(campaign.id, seen, target.value, now=now, actor=actor,
+                                                    reason=reason))
 
 
 def record_creation(session: Session, campaign: Campaign, *, now: datetime, actor: Actor) -> None:

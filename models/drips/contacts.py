@@ -27,7 +27,8 @@ from datetime import datetime
 from sqlalchemy import bindparam, insert, update
 from sqlalchemy.orm import Session
 
-from models.core.moves import Actor, Moved, Outcome, Refusal, Refused
+from models.core.events import event_values
+from models.core.moves import Actor, Outcome, move_from_seen
 from models.core.types import UTCDateTime
 from models.drips.tables import Contact, ContactEvent, ContactStatus
 
@@ -65,23 +66,17 @@ _EVENT = insert(ContactEvent.__table__)
 
 def _event(contact_id: int, source: str | None, target: str, *, now: datetime, actor: Actor,
            reason: str | None) -> dict:
-    return {"contact_id": contact_id, "from_status": source, "to_status": target, "at": now, "actor": actor.label,
-            "actor_user_id": actor.user_id, "clock_run_id": actor.clock_run_id, "reason": reason}
+    return event_values(source, target, now=now, actor=actor, reason=reason, contact_id=contact_id)
 
 
 def _move(session: Session, move: ContactMove, contact: Contact, *, now: datetime, actor: Actor,
           reason: str) -> Outcome:
+    """Run ``move`` on ``contact`` from the status it was seen in; the event, or why it changed nothing."""
     sources, target = ALLOWED_CONTACT_MOVES[move]
-    seen = contact.status
-    if seen not in {status.value for status in sources}:
-        return Refused(Refusal.WRONG_STATE, seen, contact)
-    moved = session.execute(_STATEMENTS[move], {"contact_id": contact.id, "seen_status": seen,
-                                                "now": now}).one_or_none()
-    session.expire(contact)
-    if moved is None:
-        return Refused(Refusal.WRONG_STATE, contact.status, contact)
-    session.execute(_EVENT, _event(contact.id, seen, target.value, now=now, actor=actor, reason=reason))
-    return Moved(contact)
+    return move_from_seen(session, contact, _STATEMENTS[move], {"contact_id": contact.id, "now": now},
+                          sources=sources, events=_EVENT,
+                          event=lambda seen: _event(contact.id, seen, target.value, now=now, actor=actor,
+                                                    reason=reason))
 
 
 def record_creation(session: Session, contact: Contact, *, now: datetime, actor: Actor, reason: str = "created") -> None:

@@ -41,6 +41,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
+from models.core.events import event_values
 from models.core.moves import Actor, Moved, Outcome, Refusal, Refused
 from models.core.types import UTCDateTime
 from models.drips.tables import Enrollment, EnrollmentEvent, EnrollmentStatus, Send, SendStatus
@@ -145,9 +146,8 @@ _EVENT = insert(EnrollmentEvent.__table__)
 def event(enrollment_id: int, move: str, source: str | None, target: str, *, now: datetime, actor: Actor,
           reason: str | None, step: int | None = None, send_id: int | None = None) -> dict:
     """An enrollment event's values (a send move's statuses are the send's)."""
-    return {"enrollment_id": enrollment_id, "move": move, "step": step, "send_id": send_id, "from_status": source,
-            "to_status": target, "at": now, "actor": actor.label, "actor_user_id": actor.user_id,
-            "clock_run_id": actor.clock_run_id, "reason": reason}
+    return event_values(source, target, now=now, actor=actor, reason=reason, enrollment_id=enrollment_id, move=move,
+                        step=step, send_id=send_id)
 
 
 def record_events(session: Session, events: list[dict]) -> None:

@@ -25,6 +25,7 @@ from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from models.core.base import Base
+from models.core.events import StatusEvent
 from models.core.types import UTCDateTime
 
 MAX_ID = 2**31 - 1  # ids are 32-bit integers on PostgreSQL
@@ -239,59 +240,36 @@ class Send(Base):
     )
 
 
-class CampaignEvent(Base):
+class CampaignEvent(StatusEvent, Base):
     """One status change of one campaign."""
 
     __tablename__ = "drip_campaign_events"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     campaign_id: Mapped[int] = mapped_column(ForeignKey("drip_campaigns.id", ondelete="RESTRICT"))
-    from_status: Mapped[str | None] = mapped_column(String(16))
-    to_status: Mapped[str] = mapped_column(String(16))
-    at: Mapped[datetime] = mapped_column(UTCDateTime())
-    actor: Mapped[str] = mapped_column(String(255))
-    actor_user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
-    clock_run_id: Mapped[int | None] = mapped_column(ForeignKey("clock_runs.id", ondelete="RESTRICT"))
-    reason: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (Index("ix_drip_campaign_events_campaign", "campaign_id", "id"),)
 
 
-class ContactEvent(Base):
+class ContactEvent(StatusEvent, Base):
     """One status change of one contact (unsubscribed, bounced)."""
 
     __tablename__ = "drip_contact_events"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     contact_id: Mapped[int] = mapped_column(ForeignKey("drip_contacts.id", ondelete="RESTRICT"))
-    from_status: Mapped[str | None] = mapped_column(String(16))
-    to_status: Mapped[str] = mapped_column(String(16))
-    at: Mapped[datetime] = mapped_column(UTCDateTime())
-    actor: Mapped[str] = mapped_column(String(255))
-    actor_user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
-    clock_run_id: Mapped[int | None] = mapped_column(ForeignKey("clock_runs.id", ondelete="RESTRICT"))
-    reason: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (Index("ix_drip_contact_events_contact", "contact_id", "id"),)
 
 
-class EnrollmentEvent(Base):
-    """One move of one enrollment or of one of its sends: the enrollment's timeline."""
+class EnrollmentEvent(StatusEvent, Base):
+    """One move of one enrollment or of one of its sends: the enrollment's timeline. The statuses are
+    the enrollment's, or the send's for a send move."""
 
     __tablename__ = "drip_enrollment_events"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     enrollment_id: Mapped[int] = mapped_column(ForeignKey("drip_enrollments.id", ondelete="RESTRICT"))
     move: Mapped[str] = mapped_column(String(16))  # enroll, mint, settle, hold, remint, advance, complete, exit
     step: Mapped[int | None] = mapped_column(Integer)  # the step the move concerns
     send_id: Mapped[int | None] = mapped_column(ForeignKey("drip_sends.id", ondelete="RESTRICT"))
-    from_status: Mapped[str | None] = mapped_column(String(16))  # the enrollment's, or the send's for a send move
-    to_status: Mapped[str] = mapped_column(String(16))
-    at: Mapped[datetime] = mapped_column(UTCDateTime())
-    actor: Mapped[str] = mapped_column(String(255))
-    actor_user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
-    clock_run_id: Mapped[int | None] = mapped_column(ForeignKey("clock_runs.id", ondelete="RESTRICT"))
-    reason: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (Index("ix_drip_enrollment_events_enrollment", "enrollment_id", "id"),)
 

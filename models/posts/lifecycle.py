@@ -28,7 +28,8 @@ from datetime import datetime
 from sqlalchemy import bindparam, insert, update
 from sqlalchemy.orm import Session
 
-from models.core.moves import Actor, Moved, Outcome, Refusal, Refused
+from models.core.events import event_values
+from models.core.moves import Actor, Outcome, Refused, move_from_seen
 from models.core.types import UTCDateTime
 from models.posts.tables import Post, PostEvent, PostStatus
 
@@ -72,22 +73,15 @@ _EVENT = insert(PostEvent.__table__)
 
 
 def _event(post_id: int, source: str | None, target: str, *, now: datetime, actor: Actor, reason: str | None) -> dict:
-    return {"post_id": post_id, "from_status": source, "to_status": target, "at": now, "actor": actor.label,
-            "actor_user_id": actor.user_id, "clock_run_id": actor.clock_run_id, "reason": reason}
+    return event_values(source, target, now=now, actor=actor, reason=reason, post_id=post_id)
 
 
 def _move(session: Session, move: PostMove, post: Post, *, now: datetime, actor: Actor, reason: str | None) -> Outcome:
     """Run ``move`` on ``post`` from the status it was seen in; the event, or why it changed nothing."""
     sources, target = ALLOWED_POST_MOVES[move]
-    seen = post.status
-    if seen not in {status.value for status in sources}:
-        return Refused(Refusal.WRONG_STATE, seen, post)
-    moved = session.execute(_STATEMENTS[move], {"post_id": post.id, "seen_status": seen, "now": now}).one_or_none()
-    session.expire(post)
-    if moved is None:
-        return Refused(Refusal.WRONG_STATE, post.status, post)  # it changed under us: read again
-    session.execute(_EVENT, _event(post.id, seen, target.value, now=now, actor=actor, reason=reason))
-    return Moved(post)
+    return move_from_seen(session, post, _STATEMENTS[move], {"post_id": post.id, "now": now}, sources=sources,
+                          events=_EVENT, event=lambda seen: _event(post.id, seen, target.value, now=now, actor=actor,
+                                                                   reason=reason))
 
 
 def record_creation(session: Session, post: Post, *, now: datetime, actor: Actor) -> None:

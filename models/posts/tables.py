@@ -26,6 +26,7 @@ from sqlalchemy import JSON, CheckConstraint, Date, ForeignKey, Index, Integer, 
 from sqlalchemy.orm import Mapped, mapped_column
 
 from models.core.base import Base
+from models.core.events import StatusEvent
 from models.core.types import UTCDateTime
 
 ACTION_TYPE = "publish_post"
@@ -98,20 +99,12 @@ class PostTarget(Base):
     __table_args__ = (Index("ux_post_targets_post_channel", "post_id", "channel_id", unique=True),)
 
 
-class PostEvent(Base):
+class PostEvent(StatusEvent, Base):
     """One status change of one post: from, to, when, who or which clock run, and why."""
 
     __tablename__ = "post_events"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     post_id: Mapped[int] = mapped_column(ForeignKey("posts.id", ondelete="RESTRICT"))
-    from_status: Mapped[str | None] = mapped_column(String(16))
-    to_status: Mapped[str] = mapped_column(String(16))
-    at: Mapped[datetime] = mapped_column(UTCDateTime())
-    actor: Mapped[str] = mapped_column(String(255))
-    actor_user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
-    clock_run_id: Mapped[int | None] = mapped_column(ForeignKey("clock_runs.id", ondelete="RESTRICT"))
-    reason: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (Index("ix_post_events_post_id", "post_id", "id"),)
 

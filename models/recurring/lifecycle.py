@@ -31,7 +31,8 @@ from datetime import datetime
 from sqlalchemy import bindparam, insert, update
 from sqlalchemy.orm import Session
 
-from models.core.moves import Actor, Moved, Outcome, Refusal, Refused
+from models.core.events import event_values
+from models.core.moves import Actor, Moved, Outcome, Refusal, Refused, move_from_seen
 from models.core.types import UTCDateTime
 from models.recurring.tables import RecurringSchedule, RecurringScheduleEvent, RuleStatus
 
@@ -91,25 +92,19 @@ _EVENT = insert(RecurringScheduleEvent.__table__)
 
 def _event(rule_id: int, source: str | None, target: str, revision: int, *, now: datetime, actor: Actor,
            reason: str | None, action_id: int | None = None) -> dict:
-    return {"schedule_id": rule_id, "from_status": source, "to_status": target, "revision": revision, "at": now,
-            "actor": actor.label, "actor_user_id": actor.user_id, "clock_run_id": actor.clock_run_id,
-            "reason": reason, "action_id": action_id}
+    return event_values(source, target, now=now, actor=actor, reason=reason, schedule_id=rule_id, revision=revision,
+                        action_id=action_id)
 
 
 def _move(session: Session, move: RuleMove, rule: RecurringSchedule, *, now: datetime, actor: Actor,
           reason: str | None, note: str | None = None) -> Outcome:
     """Run ``move`` on ``rule`` from the status it was seen in; the event, or why it changed nothing."""
     sources, target = ALLOWED_RULE_MOVES[move]
-    seen, revision = rule.status, rule.revision
-    if seen not in {status.value for status in sources}:
-        return Refused(Refusal.WRONG_STATE, seen, rule)
-    moved = session.execute(_STATEMENTS[move], {"rule_id": rule.id, "seen_status": seen, "now": now,
-                                                "note": note}).one_or_none()
-    session.expire(rule)
-    if moved is None:
-        return Refused(Refusal.WRONG_STATE, rule.status, rule)  # it changed under us: read again
-    session.execute(_EVENT, _event(rule.id, seen, target.value, revision, now=now, actor=actor, reason=reason))
-    return Moved(rule)
+    rule_id, revision = rule.id, rule.revision
+    return move_from_seen(session, rule, _STATEMENTS[move], {"rule_id": rule_id, "now": now, "note": note},
+                          sources=sources, events=_EVENT,
+                          event=lambda seen: _event(rule_id, seen, target.value, revision, now=now, actor=actor,
+                                                    reason=reason))
 
 
 def record_creation(session: Session, rule: RecurringSchedule, *, now: datetime, actor: Actor) -> None:

@@ -29,6 +29,7 @@ from sqlalchemy import JSON, CheckConstraint, DateTime, ForeignKey, Index, Integ
 from sqlalchemy.orm import Mapped, mapped_column
 
 from models.core.base import Base
+from models.core.events import StatusEvent
 from models.core.types import UTCDateTime
 
 MAX_ID = 2**31 - 1  # ids are 32-bit integers on PostgreSQL
@@ -105,7 +106,7 @@ class RecurringSchedule(Base):
     )
 
 
-class RecurringScheduleEvent(Base):
+class RecurringScheduleEvent(StatusEvent, Base):
     """One change of one rule: a status move, an edit (the same status, the next revision) or a Run Now.
 
     From, to, when, who or which clock run, why (the pause note), and for a Run Now the row it minted.
@@ -113,16 +114,8 @@ class RecurringScheduleEvent(Base):
 
     __tablename__ = "recurring_schedule_events"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     schedule_id: Mapped[int] = mapped_column(ForeignKey("recurring_schedules.id", ondelete="RESTRICT"))
-    from_status: Mapped[str | None] = mapped_column(String(16))
-    to_status: Mapped[str] = mapped_column(String(16))
     revision: Mapped[int] = mapped_column(Integer)
-    at: Mapped[datetime] = mapped_column(UTCDateTime())
-    actor: Mapped[str] = mapped_column(String(255))
-    actor_user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
-    clock_run_id: Mapped[int | None] = mapped_column(ForeignKey("clock_runs.id", ondelete="RESTRICT"))
-    reason: Mapped[str | None] = mapped_column(Text)
     action_id: Mapped[int | None] = mapped_column(ForeignKey("scheduled_actions.id", ondelete="RESTRICT"))
 
     __table_args__ = (Index("ix_recurring_schedule_events_schedule_id", "schedule_id", "id"),)

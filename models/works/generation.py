@@ -45,6 +45,7 @@ from datetime import datetime
 from sqlalchemy import and_, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
+from models.core.events import event_values
 from models.core.moves import Actor, Moved, Outcome, Refusal, Refused
 from models.core.types import UTCDateTime
 from models.works.tables import GenerationStatus, RunKind, RunStatus, Work, WorkEvent, WorkRun
@@ -138,9 +139,8 @@ _EVENT = insert(WorkEvent.__table__)
 
 def _event(lifecycle: str, work_id: int, subject_id: int, source: str | None, target: str, *, now: datetime,
            actor: Actor, reason: str | None) -> dict:
-    return {"work_id": work_id, "lifecycle": lifecycle, "subject_id": subject_id, "from_status": source,
-            "to_status": target, "at": now, "actor": actor.label, "actor_user_id": actor.user_id,
-            "clock_run_id": actor.clock_run_id, "reason": reason}
+    return event_values(source, target, now=now, actor=actor, reason=reason, work_id=work_id, lifecycle=lifecycle,
+                        subject_id=subject_id)
 
 
 def new_token() -> str:

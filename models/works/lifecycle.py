@@ -36,6 +36,7 @@ from datetime import datetime
 from sqlalchemy import DateTime, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
+from models.core.events import event_values
 from models.core.moves import Actor, Moved, Outcome, Refusal, Refused
 from models.core.types import UTCDateTime
 from models.works.tables import ScheduleStatus, WorkEvent, WorkSchedule
@@ -132,9 +133,8 @@ def as_schedule(session: Session, row) -> WorkSchedule:
 
 def schedule_event(schedule_id: int, work_id: int, source: str | None, target: str, *, now: datetime,
                    actor: Actor, reason: str | None) -> dict:
-    return {"work_id": work_id, "lifecycle": "schedule", "subject_id": schedule_id, "from_status": source,
-            "to_status": target, "at": now, "actor": actor.label, "actor_user_id": actor.user_id,
-            "clock_run_id": actor.clock_run_id, "reason": reason}
+    return event_values(source, target, now=now, actor=actor, reason=reason, work_id=work_id, lifecycle="schedule",
+                        subject_id=schedule_id)
 
 
 def _refused(session: Session, schedule_id: int, otherwise: Refusal = Refusal.WRONG_STATE) -> Refused:

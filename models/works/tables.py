@@ -18,6 +18,7 @@ from sqlalchemy import JSON, CheckConstraint, DateTime, ForeignKey, Index, Integ
 from sqlalchemy.orm import Mapped, mapped_column
 
 from models.core.base import Base
+from models.core.events import StatusEvent
 from models.core.types import UTCDateTime
 from models.timing.cadence import Cadence
 
@@ -208,22 +209,14 @@ class WorkRun(Base):
         return self.finished_at - self.started_at if self.finished_at else None
 
 
-class WorkEvent(Base):
+class WorkEvent(StatusEvent, Base):
     """One status change of a schedule, a work's generation, or a run: from, to, when, who, why."""
 
     __tablename__ = "work_events"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     work_id: Mapped[int] = mapped_column(ForeignKey("works.id", ondelete="RESTRICT"))
     lifecycle: Mapped[str] = mapped_column(String(16))  # schedule, generation, run
     subject_id: Mapped[int] = mapped_column(Integer)  # the schedule, work or run that moved
-    from_status: Mapped[str | None] = mapped_column(String(16))
-    to_status: Mapped[str] = mapped_column(String(16))
-    at: Mapped[datetime] = mapped_column(UTCDateTime())
-    actor: Mapped[str] = mapped_column(String(255))
-    actor_user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
-    clock_run_id: Mapped[int | None] = mapped_column(ForeignKey("clock_runs.id", ondelete="RESTRICT"))
-    reason: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
         CheckConstraint("lifecycle IN ('schedule', 'generation', 'run')", name="lifecycle"),
