@@ -74,8 +74,11 @@ def test_ac2_fr4_concurrent_dispatchers_cannot_both_claim_the_same_schedule(app,
         assert queues[1].pending_count() == 0  # the queue's tables exist before the racers first enqueue
     racers = [subprocess.Popen([sys.executable, "-m", "tests.integration.works_racer", str(start)], cwd=ROOT, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
-    time.sleep(2.5)  # let the three start up and connect, then release them together
-    start.touch()
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("ready-*"))) < len(racers):  # all three started and connected
+        assert time.monotonic() < deadline and all(r.poll() is None for r in racers), "a racer died or hung"
+        time.sleep(0.05)
+    start.write_text(str(time.time() + 0.2))
     outputs = [racer.communicate(timeout=120) for racer in racers]
     assert [racer.returncode for racer in racers] == [0, 0, 0], [err[-2000:] for _, err in outputs]
     summaries = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]

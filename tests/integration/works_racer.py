@@ -1,10 +1,13 @@
-"""A dispatcher process for the race test: build the app from the environment, connect, wait for the
-start signal (a file appearing), run one ``dispatch-works`` pass, print its summary as JSON.
+"""A dispatcher process for the race test: build the app from the environment, connect, write
+``ready-<pid>`` beside the start file, wait for the start file (which holds the Unix instant to start
+at), run one ``dispatch-works`` pass, print its summary as JSON.
 
-Waiting on the file lines the racers up after their slow start-up, so their passes overlap.
+The test writes the start file once every racer is ready, so a slow start-up never lets one racer
+finish before the others begin, and the shared instant lines their passes up.
 """
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -22,9 +25,11 @@ def main() -> None:
     with app.app_context():
         db.session.execute(text("SELECT 1"))
         db.session.rollback()
+        start.with_name(f"ready-{os.getpid()}").write_text("ready")
         deadline = time.monotonic() + 60
-        while not start.exists() and time.monotonic() < deadline:
-            time.sleep(0.002)
+        while not (start.exists() and start.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(max(0.0, float(start.read_text()) - time.time()))
         summary = dispatch_works_once()
     print(json.dumps(summary, default=str))
 
