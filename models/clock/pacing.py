@@ -40,6 +40,9 @@ RATE_GUARD = timedelta(milliseconds=100)
 # A slot at most this far ahead is waited for by the sending thread (a 1/s channel's next
 # slot is within it); a later one means a hold.
 SLOT_HORIZON = timedelta(seconds=1) + RATE_GUARD
+# A claimed row that reaches its send more than this after its slot takes a fresh one
+# (``retake``): half the guard, leaving the other half for the request's own way there.
+LATE_START = RATE_GUARD / 2
 # A row that found its channel's concurrency cap full tries again after this.
 RECHECK = timedelta(seconds=1)
 
@@ -136,6 +139,23 @@ def admit(session: Session, channel: Channel, limits: ChannelLimits, clock: Cloc
         session.execute(update(_throttles).where(_throttles.c.channel_id == channel.id).values(**values,
                                                                                                 updated_at=now))
     return admission
+
+
+def retake(session: Session, channel_id: int, limits: ChannelLimits, clock: Clock) -> datetime:
+    """A fresh slot for a claimed row whose own slot went by while its claim committed.
+
+    A send that starts well after its slot can land beside the next slot's send, and a few
+    such late ones in a row would put more than N sends in one window at the provider. So a
+    row that reaches its send later than :data:`LATE_START` past its slot gives it up (an
+    unused slot only slows the channel) and takes the channel's next one, as if admitted now;
+    a pause its provider set meanwhile is respected too.
+    """
+    throttle = _locked(session, channel_id, clock.now())
+    now = clock.now()
+    slot = max(now, throttle.paused_until or now, throttle.next_slot_at or now)
+    session.execute(update(_throttles).where(_throttles.c.channel_id == channel_id).values(
+        next_slot_at=slot + spacing(limits.rate), updated_at=now))
+    return slot
 
 
 def _paused(throttle, resume: datetime) -> str:

@@ -181,3 +181,35 @@ def test_a_chunk_sends_a_capped_channels_rows_in_as_many_lanes_as_its_cap_so_it_
     # A chunk of 25 messages for one SMTP channel: two connections, the messages dealt out in turn.
     many = [_Looked(SimpleNamespace(id=n), mail, None) for n in range(25)]
     assert [len(lane) for lane in lanes_of(many)] == [13, 12]
+
+
+def test_a_send_whose_claim_overran_its_slot_takes_the_channels_next_slot_instead_of_bunching(app, clock):
+    from models.channels.limits import limits_for
+    from models.channels.tables import Channel
+    from models.clock.dispatch import _wait_for_slot
+    from models.clock.pacing import LATE_START, admit, spacing
+
+    workspace_id = make_channel(app, "webhook", {"url": "https://hook.test", "rate": "20/s"})
+    with app.app_context():
+        context = DispatchContext.of(runtime())
+        with read_session() as session:
+            channel = session.scalar(select(Channel).where(Channel.workspace_id == workspace_id))
+        limits = limits_for(channel.kind, channel.config)
+        step = spacing(limits.rate)
+        with write_session() as session:
+            first = admit(session, channel, limits, clock, in_line=False).slot
+            second = admit(session, channel, limits, clock, in_line=False).slot
+        assert second - first == step
+        waits = Waits(clock)
+        # The first row's commit took a little less than the late allowance: it keeps its slot.
+        clock.advance(seconds=(LATE_START - timedelta(milliseconds=5)).total_seconds())
+        _wait_for_slot(first, channel, limits, replace(context, sleep=waits))
+        assert waits.seconds == []
+        # The first row's commit overran its slot: sending now would land next to the second
+        # row's send, so it goes one step after the second instead.
+        clock.advance(seconds=0.01)
+        _wait_for_slot(first, channel, limits, replace(context, sleep=waits))
+        late_by = LATE_START + timedelta(milliseconds=5)
+        assert waits.seconds == [pytest.approx((second + step - first - late_by).total_seconds(), abs=0.002)]
+        with read_session() as session:
+            assert session.get(ChannelThrottle, channel.id).next_slot_at == second + 2 * step
