@@ -46,7 +46,8 @@ class Mailbox:
         if self.data_delay:
             await asyncio.sleep(self.data_delay)
         self.messages.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content.decode()))
-        self.tls_sessions.append(session.ssl is not None)
+        # session.ssl is set by STARTTLS; a connection that was TLS from the start shows it on its transport.
+        self.tls_sessions.append(session.ssl is not None or server.transport.get_extra_info("ssl_object") is not None)
         return "250 2.0.0 Ok: queued as ABC123"
 
 

@@ -230,7 +230,8 @@ class Session:
                 server = _SslConnection(deadline, timeout=context.timeout, context=tls)
             else:
                 server = _Connection(deadline, timeout=context.timeout)
-            self.server = server
+            self.server = server  # kept before connecting, so a failed connect is closed by close()
+            server._host = host  # what smtplib's own constructor sets: the name TLS checks the certificate against
             code, reply = server.connect(host, port)
             if code != 220:
                 raise smtplib.SMTPConnectError(code, reply)
@@ -321,10 +322,16 @@ def _broken_outcome(broken: _Broken, host: str, port: int, timeout: float) -> Se
         return _refusal(exc.smtp_code, exc.smtp_error, "the connection" if phase == "connect" else phase)
     if phase == "data":
         return SendResult(SendOutcome.UNKNOWN, f"the SMTP connection broke while the message was being sent: {exc or type(exc).__name__}")
-    if isinstance(exc, TimeoutError):
+    if _timed_out(exc):
         return SendResult(SendOutcome.NOT_SENT, f"the SMTP server at {host}:{port} did not answer within {timeout:g} s "
                           f"({_PHASE_WORDS.get(phase, phase)}); nothing was sent, so it will be tried again")
     return SendResult(SendOutcome.NOT_SENT, f"could not hand the message to {host}:{port} ({phase}): {exc or type(exc).__name__}")
+
+
+def _timed_out(exc: BaseException) -> bool:
+    # smtplib reports a read that timed out as "Connection unexpectedly closed", raised from the timeout.
+    return isinstance(exc, TimeoutError) or (isinstance(exc, smtplib.SMTPServerDisconnected)
+                                             and isinstance(exc.__context__, TimeoutError))
 
 
 class _Deadline:
