@@ -46,6 +46,16 @@ def test_a_ca_file_that_is_not_a_pem_certificate_is_refused(tmp_path):
     assert refused({"ca_file": str(not_pem)}) == f"ca_file: {not_pem} holds no PEM certificate."
 
 
+def test_an_empty_or_huge_ca_file_is_refused_without_being_read(tmp_path):
+    empty = tmp_path / "empty.pem"
+    empty.write_bytes(b"")
+    assert refused({"ca_file": str(empty)}) == f"ca_file: {empty} holds no PEM certificate."
+    huge = tmp_path / "huge.pem"
+    with huge.open("wb") as sparse:
+        sparse.truncate(64 * 1024 * 1024)
+    assert "larger than 1024 KiB" in refused({"ca_file": str(huge)})
+
+
 @pytest.mark.parametrize("path", ["relay-ca.pem", "", 42, None, ["a"]])
 def test_a_ca_file_that_is_not_an_absolute_path_is_refused(path):
     assert "absolute path of a PEM file" in refused({"ca_file": path})

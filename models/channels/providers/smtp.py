@@ -49,6 +49,7 @@ kind = "smtp"
 honours_idempotency_key = False
 
 SECURITY_MODES = ("starttls", "ssl", "none")
+MAX_CA_FILE_BYTES = 1024 * 1024
 
 
 def security_of(config: dict) -> str:
@@ -90,6 +91,15 @@ def _check_ca_file(path) -> None:
                            field="settings")
     if not os.path.isfile(path):
         raise InvalidInput(f"ca_file: there is no file at {path} on this host.", field="settings")
+    try:
+        size = os.stat(path).st_size
+    except OSError as exc:
+        raise InvalidInput(f"ca_file: {path} cannot be read ({exc.strerror or exc}).", field="settings") from None
+    if size > MAX_CA_FILE_BYTES:  # a CA file is a few kilobytes; never read a huge one on a request
+        raise InvalidInput(f"ca_file: {path} is larger than {MAX_CA_FILE_BYTES // 1024} KiB, too large for "
+                           "a file of CA certificates.", field="settings")
+    if size == 0:  # empty, or a kernel file (/proc) that only looks empty
+        raise InvalidInput(f"ca_file: {path} holds no PEM certificate.", field="settings")
     try:
         ssl.create_default_context(cafile=path)
     except ssl.SSLError:
