@@ -128,6 +128,14 @@ def test_a_server_without_starttls_is_refused_for_good_rather_than_sent_to_in_cl
     assert "does not offer STARTTLS" in failed.last_error and mailbox.messages == []
 
 
+def test_a_security_the_provider_does_not_know_never_falls_back_to_plain_text(smtp_server):
+    """A channel saved before its settings were checked may hold a typo; nothing goes out in clear."""
+    mailbox = Mailbox()
+    result, _ = send_directly(smtp_server(mailbox), security="starttsl")
+    assert result.outcome is SendOutcome.PERMANENT and "security 'starttsl' is not one of" in result.message
+    assert mailbox.messages == []
+
+
 def test_a_ca_file_gone_from_the_sending_host_means_not_sent_with_the_reason(smtp_server, relay_ca):
     port = tls_relay(smtp_server, relay_ca, Mailbox())
     missing = relay_ca.ca_file.with_name("gone.pem")

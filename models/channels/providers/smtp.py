@@ -208,6 +208,9 @@ class Session:
         except (TypeError, ValueError):
             return SendResult(SendOutcome.NOT_SENT, f"the smtp channel's port {config.get('port')!r} is not a number")
         security = security_of({**config, "port": port})
+        if security not in SECURITY_MODES:  # saved before settings were checked: never fall back to plain text
+            return SendResult(SendOutcome.PERMANENT, f"the smtp channel's security {security!r} is not one of "
+                              f"{', '.join(SECURITY_MODES)}; nothing was sent")
         try:
             if self.server is None:
                 refused = self._connect(delivery, context, host, port, security)
