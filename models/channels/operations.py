@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from models.channels.limits import validate_limits
+from models.channels.providers import PROVIDERS
 from models.channels.tables import CHANNEL_NAME, Channel, ChannelKind
 from models.core.errors import Conflict, InvalidInput, NotFound
 from models.core.secrets_box import SecretBox
@@ -39,6 +40,10 @@ def validate_channel(name, kind, config) -> None:
         if not isinstance(url, str) or not _WEB_URL.match(url):
             raise InvalidInput("A webhook channel needs an http(s) url.", field="url")
     validate_limits(kind.value, config)
+    # A provider that reads settings beyond these checks them itself (smtp: port, security, ca_file, tls_verify).
+    check_settings = getattr(PROVIDERS.get(kind.value), "validate_config", None)
+    if check_settings is not None:
+        check_settings(config)
 
 
 def save_channel(

@@ -60,6 +60,10 @@ def test_workspace_user_token_and_channel_make_a_working_api_caller(app, cli, cl
      "needs an http(s) url"),
     (("channel", "add", "--workspace", "Acme", "--name", "main", "--kind", "log"), "already exists"),
     (("channel", "add", "--workspace", "Acme", "--name", "h", "--kind", "log", "--config", "{oops"), "not JSON"),
+    (("channel", "add", "--workspace", "Acme", "--name", "m", "--kind", "smtp", "--config",
+      '{"host": "relay.test", "tls_verify": "false"}'), "tls_verify is true or false"),
+    (("channel", "add", "--workspace", "Acme", "--name", "m", "--kind", "smtp", "--config",
+      '{"host": "relay.test", "ca_file": "/nowhere/relay-ca.pem"}'), "there is no file at /nowhere/relay-ca.pem"),
 ])
 def test_each_bad_command_exits_non_zero_with_one_clear_line(world, cli, args, fragment):
     _refused(cli(*args, input="long enough pw\n"), fragment)

@@ -2,79 +2,15 @@
 
 import logging
 import smtplib
-import socket
 import time
 
 import pytest
-from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import AuthResult
 from sqlalchemy import select
 
 from models.channels.tables import Channel
 from models.core.database import read_session
 from tests.integration.clock_helpers import add_actions, events, make_channel, row, tick
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-PAYLOAD = {"subject": "Bread", "text": "Fresh bread at nine", "to": "ann@example.com"}
-USERNAME, PASSWORD = "shop", "oven-Door-7731-secret"
-
-
-class Mailbox:
-    """An SMTP handler that records what it accepts and refuses as told."""
-
-    def __init__(self, rcpt_reply: str | None = None, data_delay: float = 0.0):
-        self.messages = []
-        self.rcpt_reply = rcpt_reply
-        self.data_delay = data_delay
-
-    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
-        if self.rcpt_reply:
-            return self.rcpt_reply
-        envelope.rcpt_tos.append(address)
-        return "250 OK"
-
-    async def handle_DATA(self, server, session, envelope):
-        if self.data_delay:
-            import asyncio
-
-            await asyncio.sleep(self.data_delay)
-        self.messages.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content.decode()))
-        return "250 2.0.0 Ok: queued as ABC123"
-
-
-class Logins:
-    """An aiosmtpd authenticator that accepts one username and password and records every attempt."""
-
-    def __init__(self, username: str = USERNAME, password: str = PASSWORD):
-        self.accepted = (username, password)
-        self.attempts = []
-
-    def __call__(self, server, session, envelope, mechanism, auth_data):
-        given = (auth_data.login.decode(), auth_data.password.decode())
-        ok = given == self.accepted
-        self.attempts.append((mechanism, *given, ok))
-        # handled=False lets aiosmtpd answer a refusal itself, with 535
-        return AuthResult(success=True, auth_data=auth_data) if ok else AuthResult(success=False, handled=False)
-
-
-@pytest.fixture
-def smtp_server():
-    started = []
-
-    def start(handler: Mailbox, **options):
-        controller = Controller(handler, hostname="127.0.0.1", port=free_port(), **options)
-        controller.start()
-        started.append(controller)
-        return controller.port
-
-    yield start
-    for controller in started:
-        controller.stop()
+from tests.integration.smtp_helpers import PASSWORD, PAYLOAD, USERNAME, Logins, Mailbox, free_port, smtp_server  # noqa: F401
 
 
 @pytest.fixture
@@ -169,7 +105,8 @@ def test_a_login_the_server_refuses_fails_the_row_for_good_and_sends_nothing(app
     tick(app)
     failed = row(app, action_id)
     assert failed.status == "failed" and failed.failure_code == "permanent"
-    assert "refused the login (535)" in failed.last_error and "username and password" in failed.last_error
+    assert "refused the login (535): 5.7.8 Authentication credentials invalid" in failed.last_error
+    assert "username and password" in failed.last_error
     assert logins.attempts and all(attempt[1:] == (USERNAME, wrong, False) for attempt in logins.attempts)
     assert mailbox.messages == []
     assert_password_kept_out(app, action_id, caplog, password=wrong)

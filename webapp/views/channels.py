@@ -8,7 +8,7 @@ from models.channels.tables import Channel, ChannelKind
 from models.channels.operations import save_channel
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput, NotFound
-from models.channels.providers import Delivery, SendContext, SendOutcome, send_alone
+from models.channels.providers import Delivery, SendContext, SendOutcome, send_alone, smtp
 from models.channels.providers.http import http_client
 from models.core.runtime import runtime
 from webapp.views.context import is_htmx, render_page, require_role, viewer
@@ -21,6 +21,9 @@ SETTINGS_HINT = {
     "log": "",
     "webhook": "url = https://example.com/hook\n# rate = 20/s    (default: none)\n# concurrency = 8",
     "smtp": "host = smtp.example.com\nport = 587\nfrom = news@example.com\nusername = news\n"
+            "# security = starttls    (default; ssl, or none on a network you trust)\n"
+            "# ca_file = /etc/ssl/certs/relay-ca.pem    (a relay with its own CA: trust only that)\n"
+            "# tls_verify = false    (DANGER: no certificate check at all)\n"
             "# rate = 600/min    (default: none)\n# concurrency = 4",
     "postmark": "from = news@example.com\nmessage_stream = outbound\n# rate = 50/s    (default: none)",
     "twilio": "account_sid = AC...\nfrom = +15555550100\n"
@@ -43,12 +46,22 @@ def parse_settings(text: str) -> dict:
         key, value = key.strip(), value.strip()
         if not sep or not key or len(key) > 64 or len(value) > 2048:
             raise InvalidInput(f"Line {number} should look like key = value.", field="settings")
-        config[key] = int(value) if value.isdigit() and len(value) < 10 else value
+        config[key] = _setting_value(value)
     return config
 
 
+def _setting_value(value: str):
+    """Whole numbers become ints and ``true`` / ``false`` booleans; anything else stays text."""
+    if value.isdigit() and len(value) < 10:
+        return int(value)
+    return {"true": True, "false": False}.get(value.lower(), value)
+
+
 def settings_text(config: dict) -> str:
-    return "\n".join(f"{key} = {value}" for key, value in sorted((config or {}).items()))
+    def shown(value):
+        return str(value).lower() if isinstance(value, bool) else value
+
+    return "\n".join(f"{key} = {shown(value)}" for key, value in sorted((config or {}).items()))
 
 
 def _channel(channel_id: int) -> Channel:
@@ -69,9 +82,11 @@ def _page(channel=None, *, error=None, status=200, result=None):
         kind=form.get("kind", "log") if form else (channel.kind if channel else "log"),
         settings=form.get("settings", "") if form else (settings_text(channel.config) if channel else ""),
     )
+    # Channels that send mail without checking the server's certificate: the page says so, loudly.
+    unverified = {c.id for c in channels if c.kind == "smtp" and smtp.skips_tls_verification(c.config or {})}
     return render_page("channels/channels.html", v=v, channels=channels, editing=channel, values=values, error=error,
-                           kinds=[k.value for k in ChannelKind], hints=SETTINGS_HINT, limits_hint=LIMITS_HINT,
-                       result=result), status
+                       kinds=[k.value for k in ChannelKind], hints=SETTINGS_HINT, limits_hint=LIMITS_HINT,
+                       result=result, unverified=unverified), status
 
 
 @bp.get("/channels")

@@ -5,7 +5,9 @@ and ``send(delivery, context) -> SendResult``, and list it in :data:`PROVIDERS`.
 that only writes to Tickwork's own database sets ``local = True`` and offers
 ``deliver(deliveries, context) -> [SendResult]`` instead (see ``log``). A provider whose
 connection is worth keeping across the messages of a dispatch chunk also offers
-``open_session()``, an object with the same ``send`` and a ``close()`` (see ``smtp``).
+``open_session()``, an object with the same ``send`` and a ``close()`` (see ``smtp``). A
+provider with settings of its own to check offers ``validate_config(config)``, which raises
+:class:`~models.core.errors.InvalidInput`; saving a channel calls it (see ``smtp``).
 """
 
 from dataclasses import replace

@@ -2,15 +2,23 @@
 
 Channel config: ``host``, ``port`` (default 587), ``from``, optional ``username`` and
 ``security`` (``starttls``, ``ssl`` or ``none``; default ``starttls`` unless the port is
-25). Secret: the password. Payload: ``subject``, ``text`` or ``body``, optional ``html``,
+25), and for a relay with a certificate of its own either ``ca_file`` (a PEM file of the
+CA that signed it: only the certificates in it are trusted) or ``tls_verify = false`` (the
+certificate is not checked at all: anyone on the path can read the mail and the password,
+so the channel page warns). Without either, the server's certificate and name are checked
+against the system's trust store. Secret: the password. Payload: ``subject``, ``text`` or ``body``, optional ``html``,
 optional ``to`` (else the target key), optional ``headers`` (extra headers by name, such as
 ``List-Unsubscribe``; see :func:`~models.channels.providers.base.payload_headers`).
 
 Until the DATA command the server has accepted nothing, so a failure there means not
 sent; once the message body is on the wire, a dropped connection or a timeout means the
 outcome is unknown. The Message-ID is derived from the action id, so a recipient's mail
-system can recognise a repeat. A refused login, or a server that offers no AUTH to a
-channel with a username, fails for good: another attempt would meet the same settings.
+system can recognise a repeat. A login refused with a 5xx, a certificate that cannot be
+trusted, or a server that offers no STARTTLS (or no AUTH to a channel with a username)
+fails for good: another attempt would meet the same settings. A login refused with a 4xx
+(454, "try again later") is retried. Setting up a connection (connect, greeting, EHLO,
+STARTTLS, login) has one deadline, the provider timeout, however slowly the server
+trickles its answers; a server that never answers is "not sent", so the row is retried.
 
 A dispatch sends the messages of one channel in a chunk over one or two connections
 (:func:`open_session`), each carrying its share: one login, then MAIL, RCPT and DATA per
@@ -18,9 +26,11 @@ message, each message with its own outcome. A connection that breaks mid-chunk d
 (not sent before DATA, unknown during it); the next message opens a new connection.
 """
 
+import os
 import smtplib
 import socket
 import ssl
+import time
 from email.message import EmailMessage
 from email.utils import formatdate
 
@@ -33,9 +43,80 @@ from models.channels.providers.base import (
     payload_headers,
     payload_text,
 )
+from models.core.errors import InvalidInput
 
 kind = "smtp"
 honours_idempotency_key = False
+
+SECURITY_MODES = ("starttls", "ssl", "none")
+MAX_CA_FILE_BYTES = 1024 * 1024
+
+
+def security_of(config: dict) -> str:
+    """The channel's ``security``: as set, else ``none`` on port 25 and ``starttls`` on any other."""
+    return config.get("security") or ("none" if config.get("port") == 25 else "starttls")
+
+
+def skips_tls_verification(config: dict) -> bool:
+    """Whether the channel turned the certificate check off (``tls_verify = false``): the page warns."""
+    return config.get("tls_verify") is False
+
+
+def validate_config(config: dict) -> None:
+    """Refuse settings this provider could not use, with :class:`InvalidInput` saying which and why."""
+    port = config.get("port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
+        raise InvalidInput(f"port is a whole number from 1 to 65535, not {port!r}.", field="settings")
+    security = config.get("security")
+    if security is not None and security not in SECURITY_MODES:
+        raise InvalidInput(f"security is one of {', '.join(SECURITY_MODES)}, not {security!r}.", field="settings")
+    verify = config.get("tls_verify")
+    if "tls_verify" in config and not isinstance(verify, bool):
+        raise InvalidInput(f"tls_verify is true or false (false turns the certificate check off), not {verify!r}.",
+                           field="settings")
+    ca_file = config.get("ca_file")
+    if "ca_file" in config:
+        _check_ca_file(ca_file)
+    if verify is False and ca_file:
+        raise InvalidInput("Set either ca_file (trust the relay's own CA) or tls_verify = false, not both.",
+                           field="settings")
+    if (ca_file or verify is False) and security_of(config) == "none":
+        raise InvalidInput("ca_file and tls_verify are TLS settings, and this channel's security is none; "
+                           "use security = starttls or ssl.", field="settings")
+
+
+def _check_ca_file(path) -> None:
+    if not isinstance(path, str) or not os.path.isabs(path):
+        raise InvalidInput(f"ca_file is the absolute path of a PEM file of CA certificates, not {path!r}.",
+                           field="settings")
+    if not os.path.isfile(path):
+        raise InvalidInput(f"ca_file: there is no file at {path} on this host.", field="settings")
+    try:
+        size = os.stat(path).st_size
+    except OSError as exc:
+        raise InvalidInput(f"ca_file: {path} cannot be read ({exc.strerror or exc}).", field="settings") from None
+    if size > MAX_CA_FILE_BYTES:  # a CA file is a few kilobytes; never read a huge one on a request
+        raise InvalidInput(f"ca_file: {path} is larger than {MAX_CA_FILE_BYTES // 1024} KiB, too large for "
+                           "a file of CA certificates.", field="settings")
+    if size == 0:  # empty, or a kernel file (/proc) that only looks empty
+        raise InvalidInput(f"ca_file: {path} holds no PEM certificate.", field="settings")
+    try:
+        ssl.create_default_context(cafile=path)
+    except ssl.SSLError:
+        raise InvalidInput(f"ca_file: {path} holds no PEM certificate.", field="settings") from None
+    except OSError as exc:
+        raise InvalidInput(f"ca_file: {path} cannot be read ({exc.strerror or exc}).", field="settings") from None
+
+
+def tls_context(config: dict) -> ssl.SSLContext:
+    """The TLS context the channel asks for; raises ``OSError`` (``ssl.SSLError``) if its ca_file cannot be loaded."""
+    if skips_tls_verification(config):
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    # With a cafile the default context trusts that file only, not the system's store.
+    return ssl.create_default_context(cafile=config.get("ca_file") or None)
 
 
 def _refusal(code: int, text, what: str) -> SendResult:
@@ -122,8 +203,14 @@ class Session:
                    to: str) -> SendResult:
         config = delivery.config
         host = config.get("host")
-        port = int(config.get("port", 587))
-        security = config.get("security", "none" if port == 25 else "starttls")
+        try:
+            port = int(config.get("port", 587))
+        except (TypeError, ValueError):
+            return SendResult(SendOutcome.NOT_SENT, f"the smtp channel's port {config.get('port')!r} is not a number")
+        security = security_of({**config, "port": port})
+        if security not in SECURITY_MODES:  # saved before settings were checked: never fall back to plain text
+            return SendResult(SendOutcome.PERMANENT, f"the smtp channel's security {security!r} is not one of "
+                              f"{', '.join(SECURITY_MODES)}; nothing was sent")
         try:
             if self.server is None:
                 refused = self._connect(delivery, context, host, port, security)
@@ -133,18 +220,7 @@ class Session:
             result = self._transaction(message, sender, to)
         except _Broken as broken:
             self.close()
-            exc = broken.cause
-            if isinstance(exc, smtplib.SMTPAuthenticationError):
-                return SendResult(SendOutcome.PERMANENT, f"the SMTP server refused the login ({exc.smtp_code}); check the channel's username and password")
-            if isinstance(exc, smtplib.SMTPResponseException):
-                if broken.phase == "data" and exc.smtp_code >= 500:
-                    return _refusal(exc.smtp_code, exc.smtp_error, "the message")
-                if broken.phase == "data":
-                    return SendResult(SendOutcome.UNKNOWN, f"the SMTP server answered {exc.smtp_code} during DATA; the message may have been accepted")
-                return _refusal(exc.smtp_code, exc.smtp_error, "the connection" if broken.phase == "connect" else broken.phase)
-            if broken.phase == "data":
-                return SendResult(SendOutcome.UNKNOWN, f"the SMTP connection broke while the message was being sent: {exc or type(exc).__name__}")
-            return SendResult(SendOutcome.NOT_SENT, f"could not hand the message to {host}:{port} ({broken.phase}): {exc or type(exc).__name__}")
+            return _broken_outcome(broken, host, port, context.timeout)
         if result.outcome is SendOutcome.SUCCESS:
             self.messages_on_connection += 1
         else:
@@ -152,24 +228,47 @@ class Session:
         return result
 
     def _connect(self, delivery: Delivery, context: SendContext, host: str, port: int, security: str) -> SendResult | None:
+        """Connect, greet, STARTTLS and log in, all within one deadline; a result only when refused."""
+        config = delivery.config
+        try:
+            tls = tls_context(config) if security != "none" else None
+        except OSError as exc:
+            # Not permanent: the file may be missing on this consumer's host only, and nothing was sent.
+            return SendResult(SendOutcome.NOT_SENT, f"the channel's ca_file {config.get('ca_file')} cannot be loaded "
+                              f"on this host ({getattr(exc, 'strerror', None) or exc}); nothing was sent")
+        deadline = _Deadline(context.timeout)
         phase = "connect"
         try:
             if security == "ssl":
-                self.server = smtplib.SMTP_SSL(host, port, timeout=context.timeout, context=ssl.create_default_context())
+                server = _SslConnection(deadline, timeout=context.timeout, context=tls)
             else:
-                self.server = smtplib.SMTP(host, port, timeout=context.timeout)
-            server = self.server
+                server = _Connection(deadline, timeout=context.timeout)
+            self.server = server  # kept before connecting, so a failed connect is closed by close()
+            server._host = host  # what smtplib's own constructor sets: the name TLS checks the certificate against
+            code, reply = server.connect(host, port)
+            if code != 220:
+                raise smtplib.SMTPConnectError(code, reply)
+            deadline.bound(server)
             server.ehlo()
             if security == "starttls":
-                server.starttls(context=ssl.create_default_context())
+                if not server.has_extn("starttls"):
+                    return SendResult(SendOutcome.PERMANENT, f"the SMTP server at {host}:{port} does not offer STARTTLS, "
+                                      "so the message and the login would cross the network unencrypted; set security "
+                                      "= ssl if it speaks TLS from the start, or security = none only on a network you trust")
+                phase = "starttls"
+                deadline.bound(server)
+                server.starttls(context=tls)
+                deadline.bound(server)
                 server.ehlo()
-            if delivery.config.get("username"):
+            if config.get("username"):
                 phase = "login"
                 if not server.has_extn("auth"):
                     return SendResult(SendOutcome.PERMANENT, f"the SMTP server at {host}:{port} does not offer AUTH, so the "
                                       f"channel's username cannot log in (security '{security}'); use 'starttls' or 'ssl' "
                                       "if it offers AUTH only over TLS, or remove the username")
-                server.login(delivery.config["username"], delivery.secret or "")
+                deadline.bound(server)
+                server.login(config["username"], delivery.secret or "")
+            server.sock.settimeout(context.timeout)  # each message's commands get the whole timeout again
         except _CONNECTION_ERRORS as exc:
             raise _Broken(phase, exc) from exc
         self.messages_on_connection = 0
@@ -207,3 +306,87 @@ class Session:
 
 
 _CONNECTION_ERRORS = (smtplib.SMTPException, socket.timeout, TimeoutError, ConnectionError, OSError)
+_PHASE_WORDS = {"connect": "connecting", "starttls": "starting TLS", "login": "logging in",
+                "envelope": "announcing the message"}
+
+
+def _words(text) -> str:
+    return text.decode(errors="replace") if isinstance(text, bytes) else str(text)
+
+
+def _broken_outcome(broken: _Broken, host: str, port: int, timeout: float) -> SendResult:
+    """What a connection that failed in ``broken.phase`` means for the message on it."""
+    exc, phase = broken.cause, broken.phase
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return SendResult(SendOutcome.PERMANENT, f"the SMTP server at {host}:{port} showed a certificate that cannot be "
+                          f"trusted ({exc.verify_message or exc.reason}); set ca_file to the PEM file of the CA that "
+                          "signed it (or, only on a network you trust, tls_verify = false)")
+    if isinstance(exc, smtplib.SMTPAuthenticationError):
+        if 400 <= exc.smtp_code < 500:
+            return SendResult(SendOutcome.RETRY_LATER, f"the SMTP server refused the login for now ({exc.smtp_code}): "
+                              f"{_words(exc.smtp_error)}; it will be tried again")
+        return SendResult(SendOutcome.PERMANENT, f"the SMTP server refused the login ({exc.smtp_code}): "
+                          f"{_words(exc.smtp_error)}; check the channel's username and password")
+    if isinstance(exc, smtplib.SMTPResponseException):
+        if phase == "data" and exc.smtp_code >= 500:
+            return _refusal(exc.smtp_code, exc.smtp_error, "the message")
+        if phase == "data":
+            return SendResult(SendOutcome.UNKNOWN, f"the SMTP server answered {exc.smtp_code} during DATA; the message may have been accepted")
+        return _refusal(exc.smtp_code, exc.smtp_error, "the connection" if phase == "connect" else phase)
+    if phase == "data":
+        return SendResult(SendOutcome.UNKNOWN, f"the SMTP connection broke while the message was being sent: {exc or type(exc).__name__}")
+    if _timed_out(exc):
+        return SendResult(SendOutcome.NOT_SENT, f"the SMTP server at {host}:{port} did not answer within {timeout:g} s "
+                          f"({_PHASE_WORDS.get(phase, phase)}); nothing was sent, so it will be tried again")
+    return SendResult(SendOutcome.NOT_SENT, f"could not hand the message to {host}:{port} ({phase}): {exc or type(exc).__name__}")
+
+
+def _timed_out(exc: BaseException) -> bool:
+    # smtplib reports a read that timed out as "Connection unexpectedly closed", raised from the timeout.
+    return isinstance(exc, TimeoutError) or (isinstance(exc, smtplib.SMTPServerDisconnected)
+                                             and isinstance(exc.__context__, TimeoutError))
+
+
+class _Deadline:
+    """One deadline for setting up a connection, however slowly the server trickles its answers."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.at = seconds, time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"no answer within {self.seconds:g} s")
+        return left
+
+    def bound(self, server: smtplib.SMTP) -> None:
+        """Let the next command wait only for what is left of the deadline."""
+        server.sock.settimeout(self.remaining())
+
+
+class _Connection(smtplib.SMTP):
+    """An SMTP connection whose connect and greeting wait only for what is left of ``deadline``."""
+
+    def __init__(self, deadline: _Deadline, **options):
+        self.deadline = deadline
+        super().__init__(**options)
+
+    def _get_socket(self, host, port, timeout):
+        sock = socket.create_connection((host, port), self.deadline.remaining(), self.source_address)
+        sock.settimeout(self.deadline.remaining())
+        return sock
+
+
+class _SslConnection(smtplib.SMTP_SSL):
+    """As :class:`_Connection`, with TLS from the first byte (``security = ssl``)."""
+
+    def __init__(self, deadline: _Deadline, **options):
+        self.deadline = deadline
+        super().__init__(**options)
+
+    def _get_socket(self, host, port, timeout):
+        sock = socket.create_connection((host, port), self.deadline.remaining(), self.source_address)
+        sock.settimeout(self.deadline.remaining())
+        sock = self.context.wrap_socket(sock, server_hostname=self._host)
+        sock.settimeout(self.deadline.remaining())
+        return sock
