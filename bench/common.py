@@ -1,8 +1,9 @@
 """What the benchmarks share: a database built by the migrations, an app on it, throwaway
 PostgreSQL databases, the machine's description, and writing a section of a document.
 
-Each bench is a script (``.venv/bin/python bench/NAME.py``); this module puts the checkout on
-``sys.path`` for them, so ``from bench.common import ...`` comes first among their imports.
+Each bench is a script (``.venv/bin/python bench/NAME.py``), so its own folder is first on
+``sys.path`` and ``from common import ...`` comes first among its imports; this module then puts
+the checkout on ``sys.path`` for what follows (``models``, ``webapp``, ``jobs``).
 """
 
 import os
@@ -10,6 +11,9 @@ import platform
 import re
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -21,18 +25,29 @@ SECRET = "bench-secret"
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)  # the frozen clock's instant, where a bench freezes it
 
 
-def migrate(url: str, **env) -> None:
+def tickwork(*args: str) -> list[str]:
+    """The command line of ``tickwork ARGS`` run by this interpreter; run it with ``cwd=ROOT``."""
+    return [sys.executable, "-m", "flask", "--app", "wsgi", *args]
+
+
+def environment(url: str, queue_url: str = "immediate", **extra: str) -> dict[str, str]:
+    """The environment a ``tickwork`` command runs in on the database at ``url``; ``extra`` adds variables."""
+    return {**os.environ, "TICKWORK_DATABASE_URL": url, "TICKWORK_SECRET_KEY": SECRET, "TICKWORK_QUEUE_URL": queue_url,
+            **extra}
+
+
+def migrate(url: str, **extra: str) -> None:
     """Bring the database at ``url`` to the newest revision, as ``tickwork db upgrade`` does."""
-    environ = dict(os.environ, TICKWORK_DATABASE_URL=url, TICKWORK_SECRET_KEY=SECRET, TICKWORK_QUEUE_URL="immediate",
-                   **env)
-    done = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=ROOT, env=environ,
-                          capture_output=True, text=True)
+    done = subprocess.run(tickwork("db", "upgrade"), cwd=ROOT, env=environment(url, **extra), capture_output=True,
+                          text=True)
     if done.returncode:
         raise SystemExit(done.stderr)
 
 
 def make_app(url: str, *, queue_url: str = "immediate", frozen_at: datetime | None = T0, **config):
-    """A Tickwork app on ``url`` (already migrated), its clock frozen at ``frozen_at`` (None: the real clock)."""
+    """A Tickwork app on ``url`` (already migrated), its clock frozen at ``frozen_at`` (None: the real clock).
+
+    The frozen clock is ``app.config["TICKWORK_CLOCK"]``, for a bench that moves it."""
     from models.timing.clock import FrozenClock
     from webapp import create_app
 
@@ -57,6 +72,28 @@ def drop_pg(admin_url: str, name: str) -> None:
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def pg_databases(admin_url: str, names: dict) -> Iterator[dict]:
+    """New PostgreSQL databases named by ``names``' values; yields their URLs under the same keys, drops them after."""
+    try:
+        yield {key: pg_database(admin_url, name) for key, name in names.items()}
+    finally:
+        for name in names.values():
+            drop_pg(admin_url, name)
+
+
+@contextmanager
+def scratch_database(admin_url: str | None, name: str) -> Iterator[str]:
+    """A new, empty database, gone afterwards: PostgreSQL database ``name`` on ``admin_url``'s server, or,
+    without ``admin_url``, a SQLite file in a temporary folder. Yields its URL."""
+    if admin_url is None:
+        with tempfile.TemporaryDirectory(prefix="tickwork-bench-") as folder:
+            yield f"sqlite:///{folder}/bench.db"
+    else:
+        with pg_databases(admin_url, {name: name}) as urls:
+            yield urls[name]
 
 
 def machine() -> str:
