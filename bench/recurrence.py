@@ -1,6 +1,7 @@
 """Benchmark: what a recurring rule costs to validate and to expand (pure time logic, no database).
 
     .venv/bin/python bench/recurrence.py
+    .venv/bin/python bench/recurrence.py --quick    # 3 runs a figure, a check that it runs
 
 - validation: the slowest of a set of hostile rules (parts that never meet, BYSETPOS with
   nothing to pick, a grid that misses every matching day), each the median of ``REPEATS``
@@ -11,19 +12,17 @@
 Figures are printed, one line each.
 """
 
-import platform
+from common import T0 as NOW, machine
+
+import argparse
 import statistics
-import sys
 import time
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from datetime import datetime, timedelta
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from models.timing.recurrence import RecurrenceError, parse_recurrence  # noqa: E402
+from models.timing.recurrence import RecurrenceError, parse_recurrence
 
 REPEATS = 15
-NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+QUICK_REPEATS = 3  # --quick: a look that the code runs, not figures to keep
 STARTED = datetime(2023, 6, 1, 9, 0)
 ZONE = "America/New_York"
 HOSTILE = [
@@ -70,7 +69,12 @@ def validate(rrule: str) -> None:
 
 def main() -> None:
     """Print the figures."""
-    print(f"# {platform.python_implementation()} {platform.python_version()}, {platform.machine()}")
+    global REPEATS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"the median of {QUICK_REPEATS} runs, not {REPEATS}")
+    if parser.parse_args().quick:
+        REPEATS = QUICK_REPEATS
+    print(f"# {machine()}")
     timed = sorted(((median_ms(lambda: validate(rrule)), rrule) for rrule in HOSTILE), reverse=True)
     for ms, rrule in timed:
         print(f"validate {rrule[:60]:60} {ms:8.2f} ms")
