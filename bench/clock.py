@@ -13,7 +13,8 @@ outbox rows. Results are printed as JSON lines and kept in bench/.clock-results.
 ``--write`` can render whichever have been measured.
 """
 
-from common import ROOT, drop_pg, environment, machine, make_app, migrate, pg_database, tickwork, write_section
+from common import (ROOT, drop_pg, environment, machine, make_app, migrate, pg_database, record, recorded, tickwork,
+                    write_section)
 
 import argparse
 import json
@@ -467,21 +468,16 @@ def bench_memory(actions: int, workdir: Path, provider: str = "log") -> dict:
 
 def remember(result: dict, *, keep: bool = True) -> None:
     """Print ``result``; ``keep`` it in RESULTS too, for --write."""
-    print(json.dumps(result), flush=True)
-    if not keep:
-        return
-    stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     key = f"{result['bench']}:{result.get('db', '')}"
     if result.get("consumers", 1) > 1:
         key += f":{result['consumers']}c"
     if result.get("provider", "log") != "log":
         key += f":{result['provider']}"
-    stored[key] = {**result, "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
-    RESULTS.write_text(json.dumps(stored, indent=1))
+    record(result, RESULTS, key, keep=keep)
 
 
 def render() -> str:
-    stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    stored = recorded(RESULTS)
     lines = [f"`bench/clock.py`. Machine: {machine()}; PostgreSQL 15 on the same box with durable commits (fsync on), SQLite in WAL mode. "
              "This box's speed varies from run to run (a durable commit cost anywhere from 0.5 to 3.4 ms, the raw "
              "SQLite loop ran at 2,600 to 13,400 rows/s from one run to the next, and by a factor of two within one), "

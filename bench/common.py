@@ -1,11 +1,13 @@
 """What the benchmarks share: a database built by the migrations, an app on it, throwaway
-PostgreSQL databases, the machine's description, and writing a section of a document.
+PostgreSQL databases, the machine's description, results kept between runs, and writing a
+section of a document.
 
 Each bench is a script (``.venv/bin/python bench/NAME.py``), so its own folder is first on
 ``sys.path`` and ``from common import ...`` comes first among its imports; this module then puts
 the checkout on ``sys.path`` for what follows (``models``, ``webapp``, ``jobs``).
 """
 
+import json
 import os
 import platform
 import re
@@ -99,6 +101,21 @@ def scratch_database(admin_url: str | None, name: str) -> Iterator[str]:
 def machine() -> str:
     """The machine a figure was measured on, for the documents."""
     return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def recorded(path: Path) -> dict:
+    """The results kept in ``path`` by ``record``, under their keys."""
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def record(result: dict, path: Path, key: str, *, keep: bool = True) -> None:
+    """Print ``result`` as a JSON line and, if ``keep``, keep it in ``path`` under ``key`` with when it was
+    measured (replacing what was there), so a later run can render whichever results have been measured."""
+    print(json.dumps(result), flush=True)
+    if keep:
+        stored = recorded(path)
+        stored[key] = {**result, "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+        path.write_text(json.dumps(stored, indent=1))
 
 
 def write_section(heading: str, body: str, *, document: str = "benchmarks.md") -> None:

@@ -22,7 +22,7 @@ Results are printed as JSON lines and kept in bench/.drips-results.json so ``--w
 whichever have been measured.
 """
 
-from common import ROOT, machine, make_app, tickwork, write_section
+from common import ROOT, machine, make_app, record, recorded, tickwork, write_section
 
 import argparse
 import json
@@ -275,17 +275,12 @@ def bench_history(kind: str, pg_admin: str | None, workdir: Path, history: int =
 
 def remember(result: dict, *, keep: bool = True) -> None:
     """Print ``result``; ``keep`` it in RESULTS too, for --write."""
-    print(json.dumps(result), flush=True)
-    if not keep:
-        return
-    stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     key = f"{result['bench']}:{result['db']}" + (f":{result['provider']}" if "provider" in result else "")
-    stored[key] = {**result, "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
-    RESULTS.write_text(json.dumps(stored, indent=1))
+    record(result, RESULTS, key, keep=keep)
 
 
 def render() -> str:
-    stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    stored = recorded(RESULTS)
     rushes = [stored[k] for k in sorted(stored) if k.startswith("rush:")]
     histories = [stored[k] for k in sorted(stored) if k.startswith("history:")]
     lines = [f"`bench/drips.py`. Machine: {machine()}; PostgreSQL on the same box (fsync on), SQLite in WAL mode; a busy, shared "

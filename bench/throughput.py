@@ -14,7 +14,7 @@ CPU time and resident memory are read from /proc. Results are printed as JSON li
 in bench/.throughput-results.json so `--write` can render them into docs/benchmarks.md.
 """
 
-from common import ROOT, machine, make_app, tickwork, write_section
+from common import ROOT, machine, make_app, record, recorded, tickwork, write_section
 
 import argparse
 import json
@@ -204,17 +204,12 @@ def _failed(app) -> int:
 
 def remember(result: dict, *, keep: bool = True) -> None:
     """Print ``result``; ``keep`` it in RESULTS too, for --write."""
-    print(json.dumps(result), flush=True)
-    if not keep:
-        return
-    stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     key = f"{result['bench']}:{result.get('provider', 'log')}:{result['db']}"
-    stored[key] = {**result, "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
-    RESULTS.write_text(json.dumps(stored, indent=1))
+    record(result, RESULTS, key, keep=keep)
 
 
 def render() -> str:
-    stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    stored = recorded(RESULTS)
     sends = [stored[k] for k in sorted(stored) if k.startswith("sends:")]
     drains = [stored[k] for k in sorted(stored) if k.startswith("drain:")]
     lines = [f"`bench/throughput.py`. Machine: {machine()}; PostgreSQL 15 on the same box (fsync on), SQLite in WAL mode. The box is "
