@@ -14,7 +14,7 @@ outbox rows. Results are printed as JSON lines and kept in bench/.clock-results.
 """
 
 from common import (ROOT, drop_pg, environment, machine, make_app, migrate, pg_database, record, recorded, tickwork,
-                    write_section)
+                    workspace_with_channel, write_section)
 
 import argparse
 import json
@@ -64,20 +64,8 @@ def env_for(database_url: str, queue_url: str, policy: dict | None = None) -> di
 
 
 def workspace_with_log_channel(app, kind: str = "log", config: dict | None = None) -> tuple[int, int]:
-    from models.accounts.tables import Workspace
-    from models.channels.tables import Channel
-    from models.core.database import write_session
-    from models.core.runtime import runtime
-
-    with app.app_context(), write_session() as session:
-        now = runtime().now()
-        ws = Workspace(name=f"Bench {uuid.uuid4().hex[:4]}", timezone="UTC", created_at=now)
-        session.add(ws)
-        session.flush()
-        channel = Channel(workspace_id=ws.id, name="main", kind=kind, config=config or {}, created_at=now)
-        session.add(channel)
-        session.flush()
-        return ws.id, channel.id
+    """A UTC workspace with a name of its own and its channel "main" of ``kind``; their ids."""
+    return workspace_with_channel(app, kind, config, name=f"Bench {uuid.uuid4().hex[:4]}", timezone="UTC")
 
 
 def insert_rows(app, ws: int, channel: int, publish_ats: list[datetime], status: str = "queued",

@@ -1,6 +1,6 @@
 """What the benchmarks share: a database built by the migrations, an app on it, throwaway
-PostgreSQL databases, the machine's description, results kept between runs, and writing a
-section of a document.
+PostgreSQL databases, a workspace to measure in, a median of timed runs, the machine's
+description, results kept between runs, and writing a section of a document.
 
 Each bench is a script (``.venv/bin/python bench/NAME.py``), so its own folder is first on
 ``sys.path`` and ``from common import ...`` comes first among its imports; this module then puts
@@ -11,9 +11,11 @@ import json
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -96,6 +98,37 @@ def scratch_database(admin_url: str | None, name: str) -> Iterator[str]:
     else:
         with pg_databases(admin_url, {name: name}) as urls:
             yield urls[name]
+
+
+def workspace_with_channel(app, kind: str = "log", config: dict | None = None, **workspace) -> tuple[int, int]:
+    """A workspace ("Bench", in New York, unless ``workspace`` says otherwise) and its one channel, "main", of
+    ``kind``, both made at the app's now; their ids."""
+    from models.accounts.tables import Workspace
+    from models.channels.tables import Channel
+    from models.core.database import write_session
+    from models.core.runtime import runtime
+
+    with app.app_context(), write_session() as session:
+        now = runtime().now()
+        made = Workspace(**{"name": "Bench", "timezone": "America/New_York", **workspace}, created_at=now)
+        session.add(made)
+        session.flush()
+        channel = Channel(workspace_id=made.id, name="main", kind=kind, config=config or {}, created_at=now)
+        session.add(channel)
+        session.flush()
+        return made.id, channel.id
+
+
+def median_ms(action, repeats: int, *, warmups: int = 0) -> float:
+    """The median wall time of ``action()`` over ``repeats`` runs after ``warmups`` unmeasured ones, in ms."""
+    for _ in range(warmups):
+        action()
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        action()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
 
 
 def machine() -> str:

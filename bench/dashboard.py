@@ -16,11 +16,11 @@ in as ops; each figure is the median of ``REPEATS`` requests after ``WARMUPS`` w
 Figures are printed and written under "## Dashboard" in docs/benchmarks.md.
 """
 
-from common import T0, machine, make_app, migrate, scratch_database, write_section
+from common import (T0, machine, make_app, median_ms, migrate, scratch_database, workspace_with_channel,
+                    write_section)
 
 import argparse
 import re
-import statistics
 import time
 from datetime import timedelta, timezone
 
@@ -53,22 +53,17 @@ COLUMNS = ("workspace_id", "action_type", "target_key", "channel_id", "payload",
 
 
 def bulk_load(app, total: int) -> None:
-    from models.accounts.tables import Membership, User, Workspace
-    from models.channels.tables import Channel
+    from models.accounts.tables import Membership, User
     from models.core.database import db, write_session
 
+    ids = workspace_with_channel(app)
     with app.app_context():
         with write_session() as session:
-            workspace = Workspace(name="Bench", timezone="America/New_York", created_at=T0)
-            session.add(workspace)
-            session.flush()
-            channel = Channel(workspace_id=workspace.id, name="main", kind="log", config={}, created_at=T0)
             user = User(email="ops@bench.test", created_at=T0)
             user.set_password(PASSWORD)
-            session.add_all([channel, user])
+            session.add(user)
             session.flush()
-            session.add(Membership(user_id=user.id, workspace_id=workspace.id, role="ops"))
-            ids = workspace.id, channel.id
+            session.add(Membership(user_id=user.id, workspace_id=ids[0], role="ops"))
         engine = db.engine
         raw = engine.raw_connection()
         try:
@@ -114,14 +109,7 @@ def measure(app) -> dict[str, float]:
             assert len(re.findall(r'<tr id="action-', body)) == 50 and f"queued</span> {VISIBLE}" in body
         else:
             assert "day-counts" in body  # busy days collapse into counts
-        for _ in range(WARMUPS - 1):
-            client.get(url)
-        timings = []
-        for _ in range(REPEATS):
-            started = time.perf_counter()
-            client.get(url)
-            timings.append((time.perf_counter() - started) * 1000)
-        figures[name] = statistics.median(timings)
+        figures[name] = median_ms(lambda url=url: client.get(url), REPEATS, warmups=WARMUPS - 1)
     return figures
 
 

@@ -17,10 +17,9 @@ Figures, each the median of ``REPEATS`` after a warm-up:
 Figures are printed and written under "## Health page" in docs/benchmarks.md.
 """
 
-from common import T0, machine, make_app, migrate, scratch_database, write_section
+from common import T0, machine, make_app, median_ms, migrate, scratch_database, write_section
 
 import argparse
-import statistics
 import time
 from datetime import timedelta
 
@@ -87,16 +86,6 @@ def load(app, consumers: int) -> None:
             session.execute(insert(ClockRun), batch)
 
 
-def _median_ms(call) -> float:
-    call()
-    timings = []
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        call()
-        timings.append((time.perf_counter() - started) * 1000)
-    return statistics.median(timings)
-
-
 def busy_minute(app, claims: int) -> float:
     """One minute with ``claims`` claims and publishes, rolled up as a tick would; returns ms."""
     from sqlalchemy import insert, select
@@ -136,7 +125,7 @@ def busy_minute(app, claims: int) -> float:
                 [rolled] = roll_up(session, [minute], "tick")
             assert rolled["claims"] == claims, rolled["claims"]
 
-        return _median_ms(once)
+        return median_ms(once, REPEATS, warmups=1)
 
 
 def measure(app) -> dict[str, float]:
@@ -152,12 +141,12 @@ def measure(app) -> dict[str, float]:
                                         kinds=["tick", "reconcile"])
             assert sum(b.claims for b in week.buckets) > 0 and len(day.buckets) == 24
 
-        figures["trends (24 h + 7 days)"] = _median_ms(trends)
+        figures["trends (24 h + 7 days)"] = median_ms(trends, REPEATS, warmups=1)
     client = app.test_client()
     assert client.post("/login", data={"email": "ops@bench.test", "password": PASSWORD}).status_code == 303
     for name, url in (("/health page", "/health"), ("/metrics", "/metrics")):
         assert client.get(url).status_code == 200
-        figures[name] = _median_ms(lambda url=url: client.get(url))
+        figures[name] = median_ms(lambda url=url: client.get(url), REPEATS, warmups=1)
     for claims in BUSY:
         figures[f"rollup of a minute with {claims:,} claims"] = busy_minute(app, claims)
     return figures

@@ -13,7 +13,7 @@ first inserts a row per post, the steady one (best of 5) finds everything in pla
 Figures are printed and written under "## Reconciler" in docs/benchmarks.md.
 """
 
-from common import T0, machine, make_app, migrate, pg_databases, write_section
+from common import T0, machine, make_app, migrate, pg_databases, workspace_with_channel, write_section
 
 import argparse
 import tempfile
@@ -31,22 +31,13 @@ QUICK_POSTS, QUICK_HISTORY = 100, 10_000  # --quick: a look that the code runs, 
 
 def build(app, history: int) -> None:
     """A workspace with one channel, ``POSTS`` approved posts without rows, and ``history`` terminal rows."""
-    from models.accounts.tables import Workspace
     from models.actions.tables import ScheduledAction
-    from models.channels.tables import Channel
     from models.core.database import db, write_session
     from models.actions.guard import drop_publish_guard, install_publish_guard
     from models.posts.tables import Post, PostTarget, thing_id_of
 
+    ws, ch = workspace_with_channel(app)
     with app.app_context():
-        with write_session() as session:
-            workspace = Workspace(name="Bench", timezone="America/New_York", created_at=T0)
-            session.add(workspace)
-            session.flush()
-            channel = Channel(workspace_id=workspace.id, name="main", kind="log", config={}, created_at=T0)
-            session.add(channel)
-            session.flush()
-            ws, ch = workspace.id, channel.id
         old_posts = history // ROWS_PER_OLD_POST
         with db.engine.begin() as conn:
             drop_publish_guard(conn)  # a bulk load of history; the guard goes back right after

@@ -20,7 +20,7 @@ event rows, no savepoints).
 Figures are printed and written under "## Recurring rules" in docs/benchmarks.md.
 """
 
-from common import T0, machine, make_app, migrate, pg_databases, write_section
+from common import T0, machine, make_app, migrate, pg_databases, workspace_with_channel, write_section
 
 import argparse
 import tempfile
@@ -51,22 +51,13 @@ def shapes(rules: int) -> list[str]:
 
 def build(app, rules: int, history: int) -> tuple[int, int]:
     """The workspace, its channel, ``rules`` active rules and ``history`` past rows of theirs; (workspace, channel)."""
-    from models.accounts.tables import Workspace
     from models.actions.guard import drop_publish_guard, install_publish_guard
     from models.actions.tables import ScheduledAction
-    from models.channels.tables import Channel
     from models.core.database import db, write_session
     from models.recurring.tables import RecurringSchedule, slot_thing_id
 
+    ws, ch = workspace_with_channel(app)
     with app.app_context():
-        with write_session() as session:
-            workspace = Workspace(name="Bench", timezone="America/New_York", created_at=T0)
-            session.add(workspace)
-            session.flush()
-            channel = Channel(workspace_id=workspace.id, name="main", kind="log", config={}, created_at=T0)
-            session.add(channel)
-            session.flush()
-            ws, ch = workspace.id, channel.id
         starts = datetime(2025, 1, 1, 9, 0)
         for first in range(0, rules, CHUNK):
             with write_session() as session:
