@@ -14,7 +14,7 @@ outbox rows. Results are printed as JSON lines and kept in bench/.clock-results.
 """
 
 from common import (ROOT, drop_pg, environment, machine, make_app, migrate, pg_database, record, recorded, tickwork,
-                    workspace_with_channel, write_section)
+                    when_measured, workspace_with_channel, write_section)
 
 import argparse
 import json
@@ -470,8 +470,7 @@ def render() -> str:
              "This box's speed varies from run to run (a durable commit cost anywhere from 0.5 to 3.4 ms, the raw "
              "SQLite loop ran at 2,600 to 13,400 rows/s from one run to the next, and by a factor of two within one), "
              "so compare only figures from the same run. When each was measured: "
-             + "; ".join(f"{key.replace(':', ' ')} {value['measured']}" for key, value in sorted(stored.items())
-                         if "measured" in value) + ".", ""]
+             + when_measured(stored) + ".", ""]
     drains = [stored[k] for k in sorted(stored, key=lambda k: (stored[k].get("consumers", 1), k))
               if k.startswith("drain:")]
     lines += _section(

@@ -151,6 +151,12 @@ def record(result: dict, path: Path, key: str, *, keep: bool = True) -> None:
         path.write_text(json.dumps(stored, indent=1))
 
 
+def when_measured(stored: dict) -> str:
+    """When each of the ``recorded`` results was measured, by key, for a section's opening lines."""
+    return "; ".join(f"{key.replace(':', ' ')} {value['measured']}" for key, value in sorted(stored.items())
+                     if "measured" in value)
+
+
 def write_section(heading: str, body: str, *, document: str = "benchmarks.md") -> None:
     """Put ``## heading`` and ``body`` into ``docs/<document>``, replacing that section if it is there."""
     path = ROOT / "docs" / document

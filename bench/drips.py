@@ -22,7 +22,7 @@ Results are printed as JSON lines and kept in bench/.drips-results.json so ``--w
 whichever have been measured.
 """
 
-from common import ROOT, machine, make_app, record, recorded, tickwork, write_section
+from common import ROOT, machine, make_app, record, recorded, tickwork, when_measured, write_section
 
 import argparse
 import json
@@ -285,7 +285,7 @@ def render() -> str:
     histories = [stored[k] for k in sorted(stored) if k.startswith("history:")]
     lines = [f"`bench/drips.py`. Machine: {machine()}; PostgreSQL on the same box (fsync on), SQLite in WAL mode; a busy, shared "
              "machine, so compare figures of one run. When each was measured: "
-             + "; ".join(f"{k.replace(':', ' ')} {v['measured']}" for k, v in sorted(stored.items())) + ".", ""]
+             + when_measured(stored) + ".", ""]
     if rushes:
         lines += ["### The 09:00 rush", "",
                   "100,000 active enrollments, 10,000 due at 09:00 (the start of a real minute a little ahead). A "

@@ -14,7 +14,7 @@ CPU time and resident memory are read from /proc. Results are printed as JSON li
 in bench/.throughput-results.json so `--write` can render them into docs/benchmarks.md.
 """
 
-from common import ROOT, machine, make_app, record, recorded, tickwork, write_section
+from common import ROOT, machine, make_app, record, recorded, tickwork, when_measured, write_section
 
 import argparse
 import json
@@ -215,7 +215,7 @@ def render() -> str:
     lines = [f"`bench/throughput.py`. Machine: {machine()}; PostgreSQL 15 on the same box (fsync on), SQLite in WAL mode. The box is "
              "shared with other engineers' suites and benchmarks, so its speed drifts by a factor of two or more within "
              "minutes; compare only figures from one run. Measured: "
-             + "; ".join(f"{k.replace(':', ' ')} {v['measured']}" for k, v in sorted(stored.items())) + ".", ""]
+             + when_measured(stored) + ".", ""]
     if sends:
         lines += ["### Sends that call out", "",
                   "10,000 actions due at once through `tickwork serve` as it starts by default (a web process and one "
