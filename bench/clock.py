@@ -5,6 +5,7 @@
     .venv/bin/python bench/clock.py tickquery  [--pg URL]
     .venv/bin/python bench/clock.py memory     [--actions 50000] [--provider log|webhook]
     .venv/bin/python bench/clock.py all --pg URL --write     # everything, then docs/benchmarks.md "## Clock"
+    .venv/bin/python bench/clock.py drain --quick            # any of them at a small volume; prints only
 
 Every figure comes from real processes on real databases: a consumer started with
 ``tickwork consumer``, the tick run as ``tickwork tick``, the log provider writing real
@@ -12,14 +13,14 @@ outbox rows. Results are printed as JSON lines and kept in bench/.clock-results.
 ``--write`` can render whichever have been measured.
 """
 
+from common import (ROOT, drop_pg, environment, machine, make_app, migrate, pg_database, record, recorded, tickwork,
+                    when_measured, workspace_with_channel, write_section)
+
 import argparse
 import json
-import os
-import platform
 import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -28,68 +29,43 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import psycopg
+from sqlalchemy import func, insert, select, text
 
-import psycopg  # noqa: E402
-from sqlalchemy import func, insert, select, text  # noqa: E402
-
-SECRET = "bench-secret"
 RESULTS = ROOT / "bench" / ".clock-results.json"
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
+TICKQUERY_SIZES = (10_000, 1_000_000)
+# --quick: each bench at a small volume, printed and not kept; a look that the code runs, not figures
+QUICK = {"rows": 200, "tickquery_sizes": (2_000, 20_000), "lateness_actions": 20, "lateness_minutes": 0.25,
+         "memory_actions": 500}
 
 
 # -- set-up -----------------------------------------------------------------------------
 
 
 def fresh_database(kind: str, pg_admin: str | None, workdir: Path) -> str:
+    """A new database built by the migrations: a SQLite file in ``workdir``, or a PostgreSQL one; its URL."""
     if kind == "sqlite":
         url = f"sqlite:///{workdir / f'clock-{uuid.uuid4().hex[:6]}.db'}"
     else:
-        name = f"tickwork_bench_clock_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(pg_admin, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        url = pg_admin.rsplit("/", 1)[0] + "/" + name
-    done = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=ROOT,
-                          env=env_for(url, "immediate"), capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(done.stderr)
+        url = pg_database(pg_admin, f"tickwork_bench_clock_{uuid.uuid4().hex[:8]}")
+    migrate(url)
     return url
 
 
 def drop_database(url: str, pg_admin: str | None) -> None:
     if url.startswith("postgresql"):
-        name = url.rsplit("/", 1)[1]
-        with psycopg.connect(pg_admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_pg(pg_admin, url.rsplit("/", 1)[1])
 
 
 def env_for(database_url: str, queue_url: str, policy: dict | None = None) -> dict:
-    return dict(os.environ, TICKWORK_DATABASE_URL=database_url, TICKWORK_QUEUE_URL=queue_url,
-                TICKWORK_SECRET_KEY=SECRET, TICKWORK_POLICY_JSON=json.dumps(policy or {}), PYTHONUNBUFFERED="1")
-
-
-def make_app(database_url: str, queue_url: str = "immediate"):
-    from webapp import create_app
-
-    return create_app({"SQLALCHEMY_DATABASE_URI": database_url, "SECRET_KEY": SECRET, "TICKWORK_QUEUE_URL": queue_url})
+    """The environment of a consumer or tick on the real clock, with ``policy`` over the defaults."""
+    return environment(database_url, queue_url, TICKWORK_POLICY_JSON=json.dumps(policy or {}), PYTHONUNBUFFERED="1")
 
 
 def workspace_with_log_channel(app, kind: str = "log", config: dict | None = None) -> tuple[int, int]:
-    from models.accounts.tables import Workspace
-    from models.channels.tables import Channel
-    from models.core.database import write_session
-    from models.core.runtime import runtime
-
-    with app.app_context(), write_session() as session:
-        now = runtime().now()
-        ws = Workspace(name=f"Bench {uuid.uuid4().hex[:4]}", timezone="UTC", created_at=now)
-        session.add(ws)
-        session.flush()
-        channel = Channel(workspace_id=ws.id, name="main", kind=kind, config=config or {}, created_at=now)
-        session.add(channel)
-        session.flush()
-        return ws.id, channel.id
+    """A UTC workspace with a name of its own and its channel "main" of ``kind``; their ids."""
+    return workspace_with_channel(app, kind, config, name=f"Bench {uuid.uuid4().hex[:4]}", timezone="UTC")
 
 
 def insert_rows(app, ws: int, channel: int, publish_ats: list[datetime], status: str = "queued",
@@ -119,7 +95,7 @@ def count(app, status: str) -> int:
 
 def start_consumer(database_url: str, queue_url: str, *, workers: int, periodic: bool, log: Path,
                    policy: dict | None = None) -> subprocess.Popen:
-    args = [sys.executable, "-m", "flask", "--app", "wsgi", "consumer", "--workers", str(workers)]
+    args = tickwork("consumer", "--workers", str(workers))
     if not periodic:
         args.append("--no-periodic")
     handle = open(log, "a")
@@ -200,14 +176,14 @@ def bench_drain(kind: str, pg_admin: str | None, rows: int, workdir: Path, worke
     database_url = fresh_database(kind, pg_admin, workdir)
     queue_url = queue_url_for(kind, database_url, workdir)
     try:
-        app = make_app(database_url)
+        app = make_app(database_url, frozen_at=None)
         ws, channel = workspace_with_log_channel(app)
         now = datetime.now(timezone.utc)
         raw_before = _raw_rate(app, database_url, ws, channel, rows, kind, now)
         insert_rows(app, ws, channel, [now - timedelta(seconds=1)] * rows)
         running = [start_consumer(database_url, queue_url, workers=workers, periodic=False,
                                   log=workdir / f"drain-{n}.log") for n in range(consumers)]
-        ticker = make_app(database_url, queue_url)  # the queue the consumers read
+        ticker = make_app(database_url, queue_url=queue_url, frozen_at=None)  # the queue the consumers read
         time.sleep(3)  # the consumer is up and polling before the clock starts
         started = time.monotonic()
         with ticker.app_context():
@@ -217,8 +193,8 @@ def bench_drain(kind: str, pg_admin: str | None, rows: int, workdir: Path, worke
         # Again over fresh rows, the tick as the command line runs it.
         insert_rows(app, ws, channel, [now] * rows)
         started = time.monotonic()
-        tick = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "tick"], cwd=ROOT,
-                              env=env_for(database_url, queue_url), capture_output=True, text=True)
+        tick = subprocess.run(tickwork("tick"), cwd=ROOT, env=env_for(database_url, queue_url), capture_output=True,
+                              text=True)
         fanned_out_command = time.monotonic() - started
         if tick.returncode:
             raise SystemExit(tick.stderr)
@@ -284,7 +260,7 @@ def bench_lateness(actions: int, minutes: float, workdir: Path, kind: str = "sql
     database_url = fresh_database(kind, pg_admin, workdir)
     queue_url = queue_url_for(kind, database_url, workdir)
     try:
-        app = make_app(database_url, queue_url)
+        app = make_app(database_url, queue_url=queue_url, frozen_at=None)
         ws, channel = workspace_with_log_channel(app)
         start = datetime.now(timezone.utc) + timedelta(seconds=15)
         span = timedelta(minutes=minutes)
@@ -342,16 +318,17 @@ def _create_announced(app, ws: int, channel: int, publish_ats: list[datetime]) -
 # -- the tick's query ---------------------------------------------------------------------
 
 
-def bench_tickquery(kind: str, pg_admin: str | None, workdir: Path) -> dict:
-    """The tick's due-batch query at 10,000 and at 1,000,000 rows, about 90 % of them terminal history."""
+def bench_tickquery(kind: str, pg_admin: str | None, workdir: Path, sizes: tuple[int, int] = TICKQUERY_SIZES
+                    ) -> dict:
+    """The tick's due-batch query at 10,000 and at 1,000,000 rows (``sizes``), about 90 % of them terminal history."""
     from models.core.database import read_session
     from models.clock.tick import due_batch
 
     result = {"bench": "tickquery", "db": kind}
-    for total in (10_000, 1_000_000):
+    for total in sizes:
         database_url = fresh_database(kind, pg_admin, workdir)
         try:
-            app = make_app(database_url)
+            app = make_app(database_url, frozen_at=None)
             ws, channel = workspace_with_log_channel(app)
             _bulk_history(app, database_url, ws, channel, total)
             now = datetime.now(timezone.utc)
@@ -366,7 +343,7 @@ def bench_tickquery(kind: str, pg_admin: str | None, workdir: Path) -> dict:
             result[f"ms_{total}"] = round(statistics.median(timings[10:]) * 1000, 2)
         finally:
             drop_database(database_url, pg_admin)
-    result["ratio"] = round(result["ms_1000000"] / result["ms_10000"], 2)
+    result["ratio"] = round(result[f"ms_{sizes[1]}"] / result[f"ms_{sizes[0]}"], 2)
     return result
 
 
@@ -439,7 +416,7 @@ def bench_memory(actions: int, workdir: Path, provider: str = "log") -> dict:
     ``webhook`` (a loopback receiver: the path that claims, calls out over HTTP and records one row at a time)."""
     database_url = fresh_database("sqlite", None, workdir)
     queue_url = queue_url_for("sqlite", database_url, workdir)
-    app = make_app(database_url)
+    app = make_app(database_url, frozen_at=None)
     receiver = None
     config = {}
     if provider == "webhook":
@@ -451,9 +428,9 @@ def bench_memory(actions: int, workdir: Path, provider: str = "log") -> dict:
     insert_rows(app, ws, channel, [datetime.now(timezone.utc) - timedelta(seconds=1)] * actions)
     consumer = start_consumer(database_url, queue_url, workers=4, periodic=False, log=workdir / "memory.log")
     time.sleep(3)
-    subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "tick"], cwd=ROOT,
+    subprocess.run(tickwork("tick"), cwd=ROOT, check=True, capture_output=True,
                    env=env_for(database_url, queue_url, {"tick_budget": 3000, "task_timeout": 3100,
-                                                         "recovery_timeout": 3600}), check=True, capture_output=True)
+                                                         "recovery_timeout": 3600}))
     samples = []
     started = time.monotonic()
     while True:
@@ -477,28 +454,23 @@ def bench_memory(actions: int, workdir: Path, provider: str = "log") -> dict:
 # -- results -----------------------------------------------------------------------------
 
 
-def remember(result: dict) -> None:
-    print(json.dumps(result), flush=True)
-    stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+def remember(result: dict, *, keep: bool = True) -> None:
+    """Print ``result``; ``keep`` it in RESULTS too, for --write."""
     key = f"{result['bench']}:{result.get('db', '')}"
     if result.get("consumers", 1) > 1:
         key += f":{result['consumers']}c"
     if result.get("provider", "log") != "log":
         key += f":{result['provider']}"
-    stored[key] = {**result, "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
-    RESULTS.write_text(json.dumps(stored, indent=1))
+    record(result, RESULTS, key, keep=keep)
 
 
 def render() -> str:
-    stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    lines = ["## Clock", "",
-             f"`bench/clock.py`. Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-             f"{platform.python_version()}; PostgreSQL 15 on the same box with durable commits (fsync on), SQLite in WAL mode. "
+    stored = recorded(RESULTS)
+    lines = [f"`bench/clock.py`. Machine: {machine()}; PostgreSQL 15 on the same box with durable commits (fsync on), SQLite in WAL mode. "
              "This box's speed varies from run to run (a durable commit cost anywhere from 0.5 to 3.4 ms, the raw "
              "SQLite loop ran at 2,600 to 13,400 rows/s from one run to the next, and by a factor of two within one), "
              "so compare only figures from the same run. When each was measured: "
-             + "; ".join(f"{key.replace(':', ' ')} {value['measured']}" for key, value in sorted(stored.items())
-                         if "measured" in value) + ".", ""]
+             + when_measured(stored) + ".", ""]
     drains = [stored[k] for k in sorted(stored, key=lambda k: (stored[k].get("consumers", 1), k))
               if k.startswith("drain:")]
     lines += _section(
@@ -619,19 +591,6 @@ WHY_SLOW = (
 )
 
 
-def write_doc() -> None:
-    path = ROOT / "docs" / "benchmarks.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    section = render()
-    if "\n## Clock\n" in current:
-        head, rest = current.split("\n## Clock\n", 1)
-        tail = rest.split("\n## ", 1)
-        current = head + "\n" + section + ("\n\n## " + tail[1] if len(tail) > 1 else "\n")
-    else:
-        current = current.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(current)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("which", choices=["drain", "lateness", "tickquery", "memory", "all", "write"])
@@ -643,23 +602,29 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=5)
     parser.add_argument("--provider", choices=["log", "webhook"], default="log", help="the memory run's provider")
     parser.add_argument("--write", action="store_true", help="render docs/benchmarks.md's Clock section")
+    parser.add_argument("--quick", action="store_true", help="each at a small volume; print only, keep nothing")
     args = parser.parse_args()
     kinds = ["sqlite"] + (["postgresql"] if args.pg else [])
+    keep, sizes = not args.quick, TICKQUERY_SIZES
+    if args.quick:
+        args.rows, sizes, args.minutes = QUICK["rows"], QUICK["tickquery_sizes"], QUICK["lateness_minutes"]
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         if args.which in ("drain", "all"):
             for kind in kinds:
-                remember(bench_drain(kind, args.pg, args.rows, workdir, args.workers, args.consumers))
+                remember(bench_drain(kind, args.pg, args.rows, workdir, args.workers, args.consumers), keep=keep)
         if args.which in ("tickquery", "all"):
             for kind in kinds:
-                remember(bench_tickquery(kind, args.pg, workdir))
+                remember(bench_tickquery(kind, args.pg, workdir, sizes), keep=keep)
         if args.which in ("lateness", "all"):
+            actions = args.actions or (QUICK["lateness_actions"] if args.quick else 1000)
             for kind in kinds:
-                remember(bench_lateness(args.actions or 1000, args.minutes, workdir, kind, args.pg))
+                remember(bench_lateness(actions, args.minutes, workdir, kind, args.pg), keep=keep)
         if args.which in ("memory", "all"):
-            remember(bench_memory(args.actions or 50_000, workdir, args.provider))
-    if args.write or args.which == "write":
-        write_doc()
+            actions = args.actions or (QUICK["memory_actions"] if args.quick else 50_000)
+            remember(bench_memory(actions, workdir, args.provider), keep=keep)
+    if (args.write or args.which == "write") and not args.quick:
+        write_section("Clock", render())
 
 
 if __name__ == "__main__":

@@ -16,45 +16,20 @@ in as ops; each figure is the median of ``REPEATS`` requests after ``WARMUPS`` w
 Figures are printed and written under "## Dashboard" in docs/benchmarks.md.
 """
 
+from common import (T0, machine, make_app, median_ms, migrate, scratch_database, workspace_with_channel,
+                    write_section)
+
 import argparse
-import os
-import platform
 import re
-import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from datetime import timedelta, timezone
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
-SECRET = "bench-secret"
 VISIBLE = 5_000
 REPEATS = 15
 WARMUPS = 3
 CHUNK = 50_000
 PASSWORD = "bench password"
 PAGES = {"queue": "/queue", "calendar (month)": "/calendar?date=2026-06-15"}
-
-
-def migrate(url: str) -> None:
-    env = dict(os.environ, TICKWORK_DATABASE_URL=url, TICKWORK_SECRET_KEY=SECRET, TICKWORK_QUEUE_URL="immediate")
-    done = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(done.stderr)
-
-
-def make_app(url: str):
-    from models.timing.clock import FrozenClock
-    from webapp import create_app
-
-    return create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": SECRET, "TICKWORK_QUEUE_URL": "immediate",
-                       "TICKWORK_CLOCK": FrozenClock(T0), "WTF_CSRF_ENABLED": False})
 
 
 def _rows(workspace_id: int, channel_id: int, total: int):
@@ -78,22 +53,17 @@ COLUMNS = ("workspace_id", "action_type", "target_key", "channel_id", "payload",
 
 
 def bulk_load(app, total: int) -> None:
-    from models.accounts.tables import Membership, User, Workspace
-    from models.channels.tables import Channel
+    from models.accounts.tables import Membership, User
     from models.core.database import db, write_session
 
+    ids = workspace_with_channel(app)
     with app.app_context():
         with write_session() as session:
-            workspace = Workspace(name="Bench", timezone="America/New_York", created_at=T0)
-            session.add(workspace)
-            session.flush()
-            channel = Channel(workspace_id=workspace.id, name="main", kind="log", config={}, created_at=T0)
             user = User(email="ops@bench.test", created_at=T0)
             user.set_password(PASSWORD)
-            session.add_all([channel, user])
+            session.add(user)
             session.flush()
-            session.add(Membership(user_id=user.id, workspace_id=workspace.id, role="ops"))
-            ids = workspace.id, channel.id
+            session.add(Membership(user_id=user.id, workspace_id=ids[0], role="ops"))
         engine = db.engine
         raw = engine.raw_connection()
         try:
@@ -139,14 +109,7 @@ def measure(app) -> dict[str, float]:
             assert len(re.findall(r'<tr id="action-', body)) == 50 and f"queued</span> {VISIBLE}" in body
         else:
             assert "day-counts" in body  # busy days collapse into counts
-        for _ in range(WARMUPS - 1):
-            client.get(url)
-        timings = []
-        for _ in range(REPEATS):
-            started = time.perf_counter()
-            client.get(url)
-            timings.append((time.perf_counter() - started) * 1000)
-        figures[name] = statistics.median(timings)
+        figures[name] = median_ms(lambda url=url: client.get(url), REPEATS, warmups=WARMUPS - 1)
     return figures
 
 
@@ -154,43 +117,26 @@ def run(backend: str, admin_url: str | None, sizes: list[int]) -> dict[int, dict
     results = {}
     for total in sizes:
         started = time.perf_counter()
-        if backend == "sqlite":
-            folder = tempfile.mkdtemp(prefix="tickwork-bench-")
-            url = f"sqlite:///{folder}/bench.db"
-            cleanup = None
-        else:
-            import psycopg
+        with scratch_database(admin_url, f"tickwork_bench_dashboard_{total}") as url:
+            migrate(url)
+            app = make_app(url, WTF_CSRF_ENABLED=False)
+            bulk_load(app, total)
+            loaded = time.perf_counter() - started
+            results[total] = measure(app)
+            from models.core.database import db
 
-            name = f"tickwork_bench_dashboard_{total}"
-            with psycopg.connect(admin_url, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-                conn.execute(f'CREATE DATABASE "{name}"')
-            url = admin_url.rsplit("/", 1)[0] + "/" + name
-
-            def cleanup(name=name):
-                with psycopg.connect(admin_url, autocommit=True) as conn:
-                    conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        migrate(url)
-        app = make_app(url)
-        bulk_load(app, total)
-        loaded = time.perf_counter() - started
-        results[total] = measure(app)
-        from models.core.database import db
-
-        with app.app_context():
-            db.engine.dispose()
-        if cleanup:
-            cleanup()
+            with app.app_context():
+                db.engine.dispose()
         print(f"{backend:>10} {total:>9,} rows (built in {loaded:5.1f} s): "
               + ", ".join(f"{name} {ms:6.1f} ms" for name, ms in results[total].items()), flush=True)
     return results
 
 
-def write_section(all_results: dict[str, dict[int, dict[str, float]]], sizes: list[int]) -> None:
-    lines = ["## Dashboard", "",
-             f"Queue page and month calendar, server time (median of {REPEATS}, Flask test client, signed in as ops),",
+def section(all_results: dict[str, dict[int, dict[str, float]]], sizes: list[int]) -> str:
+    """The "## Dashboard" section's body."""
+    lines = [f"Queue page and month calendar, server time (median of {REPEATS}, Flask test client, signed in as ops),",
              f"with {VISIBLE:,} queued actions in the visible month and the rest published history.",
-             f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}.",
+             f"Machine: {machine()}.",
              "Run: `.venv/bin/python bench/dashboard.py [--pg URL]`.",
              "Measured on a shared, busy machine: one size varies a lot from run to run (the SQLite queue at",
              "10,000 rows took 12 to 49 ms across five runs), so read the ratio; it stayed within 1.5x in every run.",
@@ -206,16 +152,8 @@ def write_section(all_results: dict[str, dict[int, dict[str, float]]], sizes: li
     lines += ["", "The queue reads each status by its own query so the `status = 'queued'` partial index serves",
               "it in order; the calendar counts per local day and type in SQL (one `CASE` over the day bounds)",
               "and loads chips only for quiet days; the type menu is a skip scan over the",
-              "`(workspace_id, action_type, ...)` index. None of them reads the history.", ""]
-    path = ROOT / "docs" / "benchmarks.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    section = "\n".join(lines)
-    pattern = re.compile(r"^## Dashboard\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(current):
-        current = pattern.sub(lambda _: section + "\n", current)
-    else:
-        current = current.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(current)
+              "`(workspace_id, action_type, ...)` index. None of them reads the history."]
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -233,7 +171,7 @@ def main() -> None:
             ratio = figures[sizes[-1]][page] / figures[sizes[0]][page]
             print(f"{backend} {page}: {sizes[-1]:,} rows / {sizes[0]:,} rows = {ratio:.2f}x")
     if not args.no_write:
-        write_section(results, sizes)
+        write_section("Dashboard", section(results, sizes))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
     .venv/bin/python bench/drips.py rush     [--pg URL] [--provider log|webhook]   # 100,000 enrolled, 10,000 due
     .venv/bin/python bench/drips.py history  [--pg URL] [--history 1000000]
     .venv/bin/python bench/drips.py all --pg URL --write      # everything, then docs/benchmarks.md "## Drips"
+    .venv/bin/python bench/drips.py rush --quick --provider log  # small and 25 s ahead; prints only
 
 **rush.** 100,000 active enrollments, 10,000 of them due at "09:00" (the start of a minute a
 little ahead), the rest over the next weeks, on the ``log`` channel (or a loopback webhook).
@@ -21,14 +22,12 @@ Results are printed as JSON lines and kept in bench/.drips-results.json so ``--w
 whichever have been measured.
 """
 
+from common import ROOT, machine, make_app, record, recorded, tickwork, when_measured, write_section
+
 import argparse
-import importlib.util
 import json
-import os
-import platform
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -36,33 +35,19 @@ from datetime import datetime, timedelta, timezone
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from sqlalchemy import func, insert, select, text, update
 
-from sqlalchemy import func, insert, select, text, update  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("clock_bench", ROOT / "bench" / "clock.py")
-clock_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(clock_bench)
+import clock as clock_bench
 
 RESULTS = ROOT / "bench" / ".drips-results.json"
 BASE_URL = "https://tickwork.example"
 CHUNK = 10_000
+# --quick: a look that the code runs, not figures to keep
+QUICK_ENROLLED, QUICK_DUE, QUICK_HISTORY = 1_000, 100, 20_000
 
 
 def env_for(database_url: str, queue_url: str) -> dict:
     return dict(clock_bench.env_for(database_url, queue_url), TICKWORK_BASE_URL=BASE_URL)
-
-
-def make_app(database_url: str, queue_url: str = "immediate"):
-    from webapp import create_app
-
-    return create_app({"SQLALCHEMY_DATABASE_URI": database_url, "SECRET_KEY": clock_bench.SECRET,
-                       "TICKWORK_QUEUE_URL": queue_url, "TICKWORK_BASE_URL": BASE_URL})
-
-
-def flask(*args: str) -> list[str]:
-    return [sys.executable, "-m", "flask", "--app", "wsgi", *args]
 
 
 def campaign_with_channel(app, kind: str, config: dict) -> tuple[int, int, int]:
@@ -122,8 +107,8 @@ def drip_attempts(app, status: str | None = None) -> int:
 
 
 def bench_rush(kind: str, pg_admin: str | None, workdir: Path, provider: str = "log", total: int = 100_000,
-               due: int = 10_000) -> dict:
-    """The 09:00 rush (see the module docstring)."""
+               due: int = 10_000, quick: bool = False) -> dict:
+    """The 09:00 rush (see the module docstring); ``quick``, a "09:00" 25 s ahead, drip-advance 10 s before it."""
     from models.actions.tables import ScheduledAction
     from models.core.database import read_session
 
@@ -137,28 +122,30 @@ def bench_rush(kind: str, pg_admin: str | None, workdir: Path, provider: str = "
         threading.Thread(target=receiver.serve_forever, daemon=True).start()
         config = {"url": f"http://127.0.0.1:{receiver.server_address[1]}/hook"}
     try:
-        app = make_app(database_url)
+        app = make_app(database_url, frozen_at=None, TICKWORK_BASE_URL=BASE_URL)
         ws, channel, campaign_id = campaign_with_channel(app, provider, config)
         soon = datetime.now(timezone.utc) + timedelta(days=1)
         enroll_bulk(app, ws, campaign_id, [soon + timedelta(days=i % 30, minutes=i % 600) for i in range(total - due)],
                     prefix="later")
         # "09:00": the start of a minute at least two minutes ahead; the due cohort is enrolled last.
-        nine = (datetime.now(timezone.utc) + timedelta(minutes=3)).replace(second=0, microsecond=0)
+        now = datetime.now(timezone.utc)
+        nine = now + timedelta(seconds=25) if quick else (now + timedelta(minutes=3)).replace(second=0, microsecond=0)
+        lead = timedelta(seconds=10 if quick else 55)  # drip-advance runs this long before 09:00
         enroll_bulk(app, ws, campaign_id, [nine] * due, prefix="due")
-        if datetime.now(timezone.utc) > nine - timedelta(seconds=58):
+        if datetime.now(timezone.utc) > nine - lead - timedelta(seconds=3):
             raise SystemExit("building the enrollments took too long for the minute chosen; run it again")
         env = env_for(database_url, queue_url)
         consumer = clock_bench.start_consumer(database_url, queue_url, workers=4, periodic=False,
                                               log=workdir / f"rush-{kind}-{provider}.log")
-        _sleep_until(nine - timedelta(seconds=55))  # the drip-advance of the minute before 09:00
+        _sleep_until(nine - lead)  # the drip-advance of the minute before 09:00
         started = time.monotonic()
-        advance = subprocess.run(flask("drip-advance"), cwd=ROOT, env=env, capture_output=True, text=True)
+        advance = subprocess.run(tickwork("drip-advance"), cwd=ROOT, env=env, capture_output=True, text=True)
         mint_seconds = time.monotonic() - started
         if advance.returncode:
             raise SystemExit(advance.stderr)
         summary = json.loads(advance.stdout.strip().splitlines()[-1])
         _sleep_until(nine)
-        tick = subprocess.run(flask("tick"), cwd=ROOT, env=env, capture_output=True, text=True)  # the 09:00 tick
+        tick = subprocess.run(tickwork("tick"), cwd=ROOT, env=env, capture_output=True, text=True)  # the 09:00 tick
         if tick.returncode:
             raise SystemExit(tick.stderr)
         deadline = time.monotonic() + 1800
@@ -239,18 +226,14 @@ def bench_history(kind: str, pg_admin: str | None, workdir: Path, history: int =
     from jobs.clock import drip_advance_once
     from models.actions.tables import ScheduledAction
     from models.core.database import write_session
-    from models.timing.clock import FrozenClock
-    from webapp import create_app
 
     result = {"bench": "history", "db": kind, "history": history, "due": due}
     base = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(days=1)
     for size in (0, history):
         database_url = clock_bench.fresh_database(kind, pg_admin, workdir)
         try:
-            clock = FrozenClock(base - timedelta(hours=1))
-            app = create_app({"SQLALCHEMY_DATABASE_URI": database_url, "SECRET_KEY": clock_bench.SECRET,
-                              "TICKWORK_QUEUE_URL": "immediate", "TICKWORK_BASE_URL": BASE_URL,
-                              "TICKWORK_CLOCK": clock})
+            app = make_app(database_url, frozen_at=base - timedelta(hours=1), TICKWORK_BASE_URL=BASE_URL)
+            clock = app.config["TICKWORK_CLOCK"]
             ws, channel, campaign_id = campaign_with_channel(app, "log", {})
             if size:
                 _history(app, ws, channel, campaign_id, size)
@@ -290,23 +273,19 @@ def bench_history(kind: str, pg_admin: str | None, workdir: Path, history: int =
 # -- results -----------------------------------------------------------------------------
 
 
-def remember(result: dict) -> None:
-    print(json.dumps(result), flush=True)
-    stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+def remember(result: dict, *, keep: bool = True) -> None:
+    """Print ``result``; ``keep`` it in RESULTS too, for --write."""
     key = f"{result['bench']}:{result['db']}" + (f":{result['provider']}" if "provider" in result else "")
-    stored[key] = {**result, "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
-    RESULTS.write_text(json.dumps(stored, indent=1))
+    record(result, RESULTS, key, keep=keep)
 
 
 def render() -> str:
-    stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    stored = recorded(RESULTS)
     rushes = [stored[k] for k in sorted(stored) if k.startswith("rush:")]
     histories = [stored[k] for k in sorted(stored) if k.startswith("history:")]
-    lines = ["## Drips", "",
-             f"`bench/drips.py`. Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-             f"{platform.python_version()}; PostgreSQL on the same box (fsync on), SQLite in WAL mode; a busy, shared "
+    lines = [f"`bench/drips.py`. Machine: {machine()}; PostgreSQL on the same box (fsync on), SQLite in WAL mode; a busy, shared "
              "machine, so compare figures of one run. When each was measured: "
-             + "; ".join(f"{k.replace(':', ' ')} {v['measured']}" for k, v in sorted(stored.items())) + ".", ""]
+             + when_measured(stored) + ".", ""]
     if rushes:
         lines += ["### The 09:00 rush", "",
                   "100,000 active enrollments, 10,000 due at 09:00 (the start of a real minute a little ahead). A "
@@ -357,19 +336,6 @@ RUSH_NOTES = (
 )
 
 
-def write_doc() -> None:
-    path = ROOT / "docs" / "benchmarks.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    section = render()
-    if "\n## Drips\n" in current:
-        head, rest = current.split("\n## Drips\n", 1)
-        tail = rest.split("\n## ", 1)
-        current = head + "\n" + section + ("\n\n## " + tail[1] if len(tail) > 1 else "\n")
-    else:
-        current = current.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(current)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("which", choices=["rush", "history", "all", "write"])
@@ -379,20 +345,26 @@ def main() -> None:
     parser.add_argument("--enrolled", type=int, default=100_000, help="the rush's active enrollments")
     parser.add_argument("--due", type=int, default=10_000, help="how many of them are due at 09:00")
     parser.add_argument("--write", action="store_true", help="render docs/benchmarks.md's Drips section")
+    parser.add_argument("--quick", action="store_true", help=f"a rush of {QUICK_DUE} due among {QUICK_ENROLLED:,}, "
+                        f"a history of {QUICK_HISTORY:,}, sooner; print only, keep nothing")
     args = parser.parse_args()
     kinds = ["sqlite"] + (["postgresql"] if args.pg else [])
     providers = ["log", "webhook"] if args.provider == "both" else [args.provider]
+    if args.quick:
+        args.enrolled, args.due, args.history = QUICK_ENROLLED, QUICK_DUE, QUICK_HISTORY
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         if args.which in ("rush", "all"):
             for kind in kinds:
                 for provider in providers:
-                    remember(bench_rush(kind, args.pg, workdir, provider, args.enrolled, args.due))
+                    remember(bench_rush(kind, args.pg, workdir, provider, args.enrolled, args.due, args.quick),
+                             keep=not args.quick)
         if args.which in ("history", "all"):
             for kind in kinds:
-                remember(bench_history(kind, args.pg, workdir, args.history))
-    if args.write or args.which == "write":
-        write_doc()
+                remember(bench_history(kind, args.pg, workdir, args.history, due=QUICK_DUE if args.quick else 1000),
+                         keep=not args.quick)
+    if (args.write or args.which == "write") and not args.quick:
+        write_section("Drips", render())
 
 
 if __name__ == "__main__":

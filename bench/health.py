@@ -12,40 +12,22 @@ Figures, each the median of ``REPEATS`` after a warm-up:
 
     .venv/bin/python bench/health.py                     # SQLite
     .venv/bin/python bench/health.py --pg postgresql://postgres@127.0.0.1:5432/postgres
+    .venv/bin/python bench/health.py --quick                # a quick look; prints only
 
 Figures are printed and written under "## Health page" in docs/benchmarks.md.
 """
 
+from common import T0, machine, make_app, median_ms, migrate, scratch_database, write_section
+
 import argparse
-import os
-import platform
-import re
-import statistics
-import sys
-import tempfile
 import time
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from datetime import timedelta
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.dashboard import migrate  # noqa: E402
-
-T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
-SECRET = "bench-secret"
 DAYS = 30
 REPEATS = 9
 PASSWORD = "bench password"
 BUSY = (0, 1_000, 10_000)
-
-
-def make_app(url: str):
-    from models.timing.clock import FrozenClock
-    from webapp import create_app
-
-    return create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": SECRET, "TICKWORK_QUEUE_URL": "immediate",
-                       "TICKWORK_CLOCK": FrozenClock(T0), "WTF_CSRF_ENABLED": False})
+QUICK_DAYS, QUICK_BUSY = 2, (0, 100, 1_000)  # --quick: a look that the code runs, not figures to keep
 
 
 def _history(consumers: int):
@@ -104,16 +86,6 @@ def load(app, consumers: int) -> None:
             session.execute(insert(ClockRun), batch)
 
 
-def _median_ms(call) -> float:
-    call()
-    timings = []
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        call()
-        timings.append((time.perf_counter() - started) * 1000)
-    return statistics.median(timings)
-
-
 def busy_minute(app, claims: int) -> float:
     """One minute with ``claims`` claims and publishes, rolled up as a tick would; returns ms."""
     from sqlalchemy import insert, select
@@ -153,7 +125,7 @@ def busy_minute(app, claims: int) -> float:
                 [rolled] = roll_up(session, [minute], "tick")
             assert rolled["claims"] == claims, rolled["claims"]
 
-        return _median_ms(once)
+        return median_ms(once, REPEATS, warmups=1)
 
 
 def measure(app) -> dict[str, float]:
@@ -169,12 +141,12 @@ def measure(app) -> dict[str, float]:
                                         kinds=["tick", "reconcile"])
             assert sum(b.claims for b in week.buckets) > 0 and len(day.buckets) == 24
 
-        figures["trends (24 h + 7 days)"] = _median_ms(trends)
+        figures["trends (24 h + 7 days)"] = median_ms(trends, REPEATS, warmups=1)
     client = app.test_client()
     assert client.post("/login", data={"email": "ops@bench.test", "password": PASSWORD}).status_code == 303
     for name, url in (("/health page", "/health"), ("/metrics", "/metrics")):
         assert client.get(url).status_code == 200
-        figures[name] = _median_ms(lambda url=url: client.get(url))
+        figures[name] = median_ms(lambda url=url: client.get(url), REPEATS, warmups=1)
     for claims in BUSY:
         figures[f"rollup of a minute with {claims:,} claims"] = busy_minute(app, claims)
     return figures
@@ -182,44 +154,28 @@ def measure(app) -> dict[str, float]:
 
 def run(backend: str, admin_url: str | None, consumers: int) -> dict[str, float]:
     started = time.perf_counter()
-    cleanup = None
-    if backend == "sqlite":
-        url = f"sqlite:///{tempfile.mkdtemp(prefix='tickwork-bench-')}/bench.db"
-    else:
-        import psycopg
+    with scratch_database(admin_url, f"tickwork_bench_health_{consumers}") as url:
+        migrate(url)
+        app = make_app(url, WTF_CSRF_ENABLED=False)
+        load(app, consumers)
+        loaded = time.perf_counter() - started
+        figures = measure(app)
+        from models.core.database import db
 
-        name = f"tickwork_bench_health_{consumers}"
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{name}"')
-        url = admin_url.rsplit("/", 1)[0] + "/" + name
-
-        def cleanup(name=name):
-            with psycopg.connect(admin_url, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    migrate(url)
-    app = make_app(url)
-    load(app, consumers)
-    loaded = time.perf_counter() - started
-    figures = measure(app)
-    from models.core.database import db
-
-    with app.app_context():
-        db.engine.dispose()
-    if cleanup:
-        cleanup()
+        with app.app_context():
+            db.engine.dispose()
     print(f"{backend}, {consumers} ticking consumer(s), {DAYS} days of runs (built in {loaded:.0f} s): "
           + ", ".join(f"{name} {ms:.1f} ms" for name, ms in figures.items()), flush=True)
     return figures
 
 
-def write_section(results: dict[str, dict[str, float]]) -> None:
+def section(results: dict[str, dict[str, float]]) -> str:
+    """The "## Health page" section's body."""
     names = list(next(iter(results.values())))
-    lines = ["## Health page", "",
-             f"`bench/health.py`: {DAYS} days of clock runs as the clock leaves them (a tick and a reconcile a",
+    lines = [f"`bench/health.py`: {DAYS} days of clock runs as the clock leaves them (a tick and a reconcile a",
              "minute per ticking consumer, every tick carrying its minute's rollup and, once an hour, the hour's),",
              f"median of {REPEATS} after a warm-up; pages through the Flask test client, signed in as ops.",
-             f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()} (shared and busy).",
+             f"Machine: {machine()} (shared and busy).",
              "",
              "| figure | " + " | ".join(results) + " |",
              "|---|" + "---|" * len(results)]
@@ -229,29 +185,25 @@ def write_section(results: dict[str, dict[str, float]]) -> None:
               "consumer) and only the unfinished hour's minutes through `(kind, started_at)`; reading every minute",
               "of the week instead (10,080 summaries) took about 270 ms on SQLite here. A tick's rollup reads one",
               "minute of events through `ix_action_events_at`, so its cost follows that minute's claims, not the",
-              "history.", ""]
-    path = ROOT / "docs" / "benchmarks.md"
-    current = path.read_text()
-    section = "\n".join(lines)
-    pattern = re.compile(r"^## Health page\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(current):
-        current = pattern.sub(lambda _: section + "\n", current)
-    else:
-        current = current.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(current)
+              "history."]
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pg", help="PostgreSQL admin URL; also benchmark PostgreSQL")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_DAYS} days of runs, smaller busy minutes; print only")
     args = parser.parse_args()
+    if args.quick:
+        global DAYS, BUSY
+        DAYS, BUSY = QUICK_DAYS, QUICK_BUSY
     results = {"SQLite, 1 consumer": run("sqlite", None, 1), "SQLite, 3 consumers": run("sqlite", None, 3)}
     if args.pg:
         results["PostgreSQL, 1 consumer"] = run("postgresql", args.pg, 1)
         results["PostgreSQL, 3 consumers"] = run("postgresql", args.pg, 3)
-    if not args.no_write:
-        write_section(results)
+    if not (args.no_write or args.quick):
+        write_section("Health page", section(results))
 
 
 if __name__ == "__main__":

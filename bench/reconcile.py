@@ -8,59 +8,36 @@ first inserts a row per post, the steady one (best of 5) finds everything in pla
     .venv/bin/python bench/reconcile.py                     # SQLite
     .venv/bin/python bench/reconcile.py --pg postgresql://postgres@127.0.0.1:5432/postgres
     .venv/bin/python bench/reconcile.py --history 100000    # a quicker look
+    .venv/bin/python bench/reconcile.py --quick             # 100 posts, a check that it runs; prints only
 
 Figures are printed and written under "## Reconciler" in docs/benchmarks.md.
 """
 
+from common import T0, machine, make_app, migrate, pg_databases, workspace_with_channel, write_section
+
 import argparse
-import os
-import platform
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import date, datetime, time as wall, timedelta, timezone
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from sqlalchemy import insert, text
 
-from sqlalchemy import insert, text  # noqa: E402
-
-T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
-SECRET = "bench-secret"
 POSTS = 1000
 ROWS_PER_OLD_POST = 5
 CHUNK = 20_000
 STEADY_REPEATS = 5
-
-
-def migrate(url: str) -> None:
-    env = dict(os.environ, TICKWORK_DATABASE_URL=url, TICKWORK_SECRET_KEY=SECRET, TICKWORK_QUEUE_URL="immediate")
-    done = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(done.stderr)
+QUICK_POSTS, QUICK_HISTORY = 100, 10_000  # --quick: a look that the code runs, not figures to keep
 
 
 def build(app, history: int) -> None:
     """A workspace with one channel, ``POSTS`` approved posts without rows, and ``history`` terminal rows."""
-    from models.accounts.tables import Workspace
     from models.actions.tables import ScheduledAction
-    from models.channels.tables import Channel
     from models.core.database import db, write_session
     from models.actions.guard import drop_publish_guard, install_publish_guard
     from models.posts.tables import Post, PostTarget, thing_id_of
 
+    ws, ch = workspace_with_channel(app)
     with app.app_context():
-        with write_session() as session:
-            workspace = Workspace(name="Bench", timezone="America/New_York", created_at=T0)
-            session.add(workspace)
-            session.flush()
-            channel = Channel(workspace_id=workspace.id, name="main", kind="log", config={}, created_at=T0)
-            session.add(channel)
-            session.flush()
-            ws, ch = workspace.id, channel.id
         old_posts = history // ROWS_PER_OLD_POST
         with db.engine.begin() as conn:
             drop_publish_guard(conn)  # a bulk load of history; the guard goes back right after
@@ -115,15 +92,6 @@ def timed_pass(app) -> tuple[float, dict]:
         return time.perf_counter() - started, summary
 
 
-def make_app(url: str):
-    from models.timing.clock import FrozenClock
-    from webapp import create_app
-
-    migrate(url)
-    return create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": SECRET, "TICKWORK_QUEUE_URL": "immediate",
-                       "TICKWORK_CLOCK": FrozenClock(T0)})
-
-
 def compare(urls: dict[int, str], label: str) -> list[dict]:
     """Build one database per history size, then time the passes. The steady passes alternate
     between the databases and the best of each is kept, so a busy machine slows both alike."""
@@ -131,6 +99,7 @@ def compare(urls: dict[int, str], label: str) -> list[dict]:
 
     apps, results = {}, {}
     for size, url in urls.items():
+        migrate(url)
         apps[size] = make_app(url)
         started = time.perf_counter()
         build(apps[size], size)
@@ -154,26 +123,10 @@ def compare(urls: dict[int, str], label: str) -> list[dict]:
     return [results[size] for size in urls]
 
 
-def pg_database(admin_url: str, name: str) -> str:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return admin_url.rsplit("/", 1)[0] + "/" + name
-
-
-def drop_pg(admin_url: str, name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def report(dialect: str, results: list[dict]) -> list[str]:
     base = results[0]
     lines = [f"### {dialect}", "",
-             "| terminal history rows | rows in table | first pass (1,000 inserts) | steady pass (all in place) | ratio to 0 (first / steady) |",
+             f"| terminal history rows | rows in table | first pass ({POSTS:,} inserts) | steady pass (all in place) | ratio to 0 (first / steady) |",
              "|---:|---:|---:|---:|---:|"]
     for r in results:
         lines.append(f"| {r['history']:,} | {r['rows']:,} | {r['first_s']:.2f} s | {r['second_s']:.2f} s | "
@@ -181,53 +134,38 @@ def report(dialect: str, results: list[dict]) -> list[str]:
     return lines + [""]
 
 
-def write_section(lines: list[str]) -> None:
-    path = ROOT / "docs" / "benchmarks.md"
-    path.parent.mkdir(exist_ok=True)
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    section = "## Reconciler\n\n" + "\n".join(lines).rstrip() + "\n"
-    start = current.find("## Reconciler\n")
-    if start == -1:
-        updated = current.rstrip() + "\n\n" + section
-    else:
-        end = current.find("\n## ", start + 1)
-        updated = current[:start] + section + (current[end:] if end != -1 else "")
-    path.write_text(updated)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--history", type=int, default=1_000_000)
     parser.add_argument("--pg", default=None, help="PostgreSQL admin URL; also run there")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{QUICK_POSTS} posts beside {QUICK_HISTORY:,} history rows; print only")
     args = parser.parse_args()
+    if args.quick:
+        global POSTS
+        POSTS, args.history, args.no_write = QUICK_POSTS, QUICK_HISTORY, True
     sizes = [0, args.history]
     lines = [
-        "`bench/reconcile.py`: one reconciler pass over 1,000 approved posts (one target each), in a database",
+        f"`bench/reconcile.py`: one reconciler pass over {POSTS:,} approved posts (one target each), in a database",
         f"holding 0 and then {args.history:,} terminal rows of other posts (published, failed, cancelled), same run.",
         "The first pass inserts every post's row; the steady pass (best of 5) finds them all in place.",
         "Target: within 1.5×. Each post is one short write transaction whose reads are indexed lookups on that",
         "post's own rows; the work list comes from partial indexes (approved posts, queued rows), so nothing",
         "scales with the history. The absolute times are per-post commits on a shared 2-core machine that",
         "was running other test suites (load average about 4), hence the spread between first passes.",
-        f"Measured {datetime.now(timezone.utc):%Y-%m-%d} on {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}.",
+        f"Measured {datetime.now(timezone.utc):%Y-%m-%d} on {machine()}.",
         "Run: `.venv/bin/python bench/reconcile.py [--pg URL] [--history N]`.",
         "",
     ]
     with tempfile.TemporaryDirectory() as tmp:
         lines += report("SQLite", compare({size: f"sqlite:///{tmp}/bench-{size}.db" for size in sizes}, "sqlite"))
     if args.pg:
-        names = {size: f"tickwork_bench_reconcile_{size}" for size in sizes}
-        try:
-            lines += report("PostgreSQL", compare({size: pg_database(args.pg, names[size]) for size in sizes},
-                                                  "postgresql"))
-        finally:
-            for name in names.values():
-                drop_pg(args.pg, name)
+        with pg_databases(args.pg, {size: f"tickwork_bench_reconcile_{size}" for size in sizes}) as urls:
+            lines += report("PostgreSQL", compare(urls, "postgresql"))
     print("\n".join(lines))
     if not args.no_write:
-        write_section(lines)
+        write_section("Reconciler", "\n".join(lines))
 
 
 if __name__ == "__main__":

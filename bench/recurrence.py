@@ -1,6 +1,7 @@
 """Benchmark: what a recurring rule costs to validate and to expand (pure time logic, no database).
 
     .venv/bin/python bench/recurrence.py
+    .venv/bin/python bench/recurrence.py --quick    # 3 runs a figure, a check that it runs
 
 - validation: the slowest of a set of hostile rules (parts that never meet, BYSETPOS with
   nothing to pick, a grid that misses every matching day), each the median of ``REPEATS``
@@ -11,19 +12,15 @@
 Figures are printed, one line each.
 """
 
-import platform
-import statistics
-import sys
-import time
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from common import T0 as NOW, machine, median_ms
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import argparse
+from datetime import datetime, timedelta
 
-from models.timing.recurrence import RecurrenceError, parse_recurrence  # noqa: E402
+from models.timing.recurrence import RecurrenceError, parse_recurrence
 
 REPEATS = 15
-NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+QUICK_REPEATS = 3  # --quick: a look that the code runs, not figures to keep
 STARTED = datetime(2023, 6, 1, 9, 0)
 ZONE = "America/New_York"
 HOSTILE = [
@@ -50,16 +47,6 @@ RULES = [
 ]
 
 
-def median_ms(action) -> float:
-    """The median wall time of ``action`` over REPEATS runs, in milliseconds."""
-    samples = []
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        action()
-        samples.append((time.perf_counter() - started) * 1000)
-    return statistics.median(samples)
-
-
 def validate(rrule: str) -> None:
     """Validate one rule from a Tuesday, as the API would; a refusal is the expected outcome."""
     try:
@@ -70,16 +57,19 @@ def validate(rrule: str) -> None:
 
 def main() -> None:
     """Print the figures."""
-    print(f"# {platform.python_implementation()} {platform.python_version()}, {platform.machine()}")
-    timed = sorted(((median_ms(lambda: validate(rrule)), rrule) for rrule in HOSTILE), reverse=True)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"the median of {QUICK_REPEATS} runs, not {REPEATS}")
+    repeats = QUICK_REPEATS if parser.parse_args().quick else REPEATS
+    print(f"# {machine()}")
+    timed = sorted(((median_ms(lambda: validate(rrule), repeats), rrule) for rrule in HOSTILE), reverse=True)
     for ms, rrule in timed:
         print(f"validate {rrule[:60]:60} {ms:8.2f} ms")
     print(f"validation worst case: {timed[0][0]:.1f} ms ({timed[0][1][:60]})")
     for rrule in RULES:
         rule = parse_recurrence(rrule, starts_local=STARTED, zone=ZONE)
-        window = median_ms(lambda: rule.occurrences_between(NOW, NOW + timedelta(days=14)))
-        following = median_ms(lambda: rule.next_occurrences(NOW, 500))
-        last = median_ms(lambda: rule.last_occurrences(NOW, 10))
+        window = median_ms(lambda: rule.occurrences_between(NOW, NOW + timedelta(days=14)), repeats)
+        following = median_ms(lambda: rule.next_occurrences(NOW, 500), repeats)
+        last = median_ms(lambda: rule.last_occurrences(NOW, 10), repeats)
         print(f"3-year-old {rrule:36} 14-day window {window:6.3f} ms   next 500 {following:6.2f} ms   "
               f"last 10 {last:6.2f} ms")
 

@@ -15,47 +15,33 @@ event rows, no savepoints).
     .venv/bin/python bench/recurring.py                     # SQLite
     .venv/bin/python bench/recurring.py --pg postgresql://postgres@127.0.0.1:5432/postgres
     .venv/bin/python bench/recurring.py --rules 1000 --history 100000    # a quicker look
+    .venv/bin/python bench/recurring.py --quick             # 100 rules, a check that it runs; prints only
 
 Figures are printed and written under "## Recurring rules" in docs/benchmarks.md.
 """
 
+from common import T0, machine, make_app, migrate, pg_databases, workspace_with_channel, write_section
+
 import argparse
-import os
-import platform
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from sqlalchemy import insert, text
 
-from sqlalchemy import insert, text  # noqa: E402
-
-T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
-SECRET = "bench-secret"
 HISTORY_PER_RULE = 100
 CHUNK = 20_000
 STEADY_REPEATS = 3
 # Full passes (and raw runs) per size, alternating between the sizes; the best is kept, so a burst of
 # load from whatever else runs on the machine slows one round, not one size.
 ROUNDS = 2
+QUICK_RULES, QUICK_HISTORY = 100, 10_000  # --quick: a look that the code runs, not figures to keep
 SHAPES = [  # (rrule, share of the rules)
     ("FREQ=DAILY", 3),
     ("FREQ=WEEKLY;BYDAY=MO,TH", 3),
     ("FREQ=MONTHLY;BYMONTHDAY=10", 2),
     ("FREQ=MONTHLY;BYDAY=-1FR", 1),
 ]
-
-
-def migrate(url: str) -> None:
-    env = dict(os.environ, TICKWORK_DATABASE_URL=url, TICKWORK_SECRET_KEY=SECRET, TICKWORK_QUEUE_URL="immediate")
-    done = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(done.stderr)
 
 
 def shapes(rules: int) -> list[str]:
@@ -65,22 +51,13 @@ def shapes(rules: int) -> list[str]:
 
 def build(app, rules: int, history: int) -> tuple[int, int]:
     """The workspace, its channel, ``rules`` active rules and ``history`` past rows of theirs; (workspace, channel)."""
-    from models.accounts.tables import Workspace
     from models.actions.guard import drop_publish_guard, install_publish_guard
     from models.actions.tables import ScheduledAction
-    from models.channels.tables import Channel
     from models.core.database import db, write_session
     from models.recurring.tables import RecurringSchedule, slot_thing_id
 
+    ws, ch = workspace_with_channel(app)
     with app.app_context():
-        with write_session() as session:
-            workspace = Workspace(name="Bench", timezone="America/New_York", created_at=T0)
-            session.add(workspace)
-            session.flush()
-            channel = Channel(workspace_id=workspace.id, name="main", kind="log", config={}, created_at=T0)
-            session.add(channel)
-            session.flush()
-            ws, ch = workspace.id, channel.id
         starts = datetime(2025, 1, 1, 9, 0)
         for first in range(0, rules, CHUNK):
             with write_session() as session:
@@ -188,16 +165,13 @@ def minted_per_rule(app) -> list[int]:
 CUSTOM_PLANS = False  # --custom-plans: PostgreSQL plans every statement for its own values
 
 
-def make_app(url: str):
-    from models.timing.clock import FrozenClock
-    from webapp import create_app
-
+def migrated_app(url: str):
+    """The database at ``url`` migrated, and an app on it (with --custom-plans, PostgreSQL's plans as asked)."""
     migrate(url)
-    config = {"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": SECRET, "TICKWORK_QUEUE_URL": "immediate",
-              "TICKWORK_CLOCK": FrozenClock(T0)}
+    config = {}
     if CUSTOM_PLANS and url.startswith("postgresql"):
         config["SQLALCHEMY_ENGINE_OPTIONS"] = {"connect_args": {"options": "-c plan_cache_mode=force_custom_plan"}}
-    return create_app(config)
+    return make_app(url, **config)
 
 
 def compare(urls: dict[int, str], rules: int, label: str) -> list[dict]:
@@ -206,7 +180,7 @@ def compare(urls: dict[int, str], rules: int, label: str) -> list[dict]:
 
     apps, results, keys = {}, {}, {}
     for size, url in urls.items():
-        apps[size] = make_app(url)
+        apps[size] = migrated_app(url)
         started = time.perf_counter()
         keys[size] = build(apps[size], rules, size)
         results[size] = dict(history=size, load_s=time.perf_counter() - started, steady_s=float("inf"))
@@ -246,22 +220,6 @@ def compare(urls: dict[int, str], rules: int, label: str) -> list[dict]:
     return [results[size] for size in urls]
 
 
-def pg_database(admin_url: str, name: str) -> str:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return admin_url.rsplit("/", 1)[0] + "/" + name
-
-
-def drop_pg(admin_url: str, name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def report(dialect: str, rules: int, results: list[dict]) -> list[str]:
     base = results[0]
     lines = [f"### {dialect}", "",
@@ -276,19 +234,6 @@ def report(dialect: str, rules: int, results: list[dict]) -> list[str]:
     return lines + [""]
 
 
-def write_section(lines: list[str]) -> None:
-    path = ROOT / "docs" / "benchmarks.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    section = "## Recurring rules\n\n" + "\n".join(lines).rstrip() + "\n"
-    start = current.find("## Recurring rules\n")
-    if start == -1:
-        updated = current.rstrip() + "\n\n" + section
-    else:
-        end = current.find("\n## ", start + 1)
-        updated = current[:start] + section + (current[end:] if end != -1 else "")
-    path.write_text(updated)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rules", type=int, default=10_000)
@@ -297,17 +242,18 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     parser.add_argument("--custom-plans", action="store_true",
                         help="PostgreSQL only, plan_cache_mode=force_custom_plan (see docs/benchmarks.md); print only")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{QUICK_RULES} rules beside {QUICK_HISTORY:,} past rows; print only")
     args = parser.parse_args()
+    if args.quick:
+        args.rules, args.history, args.no_write = QUICK_RULES, QUICK_HISTORY, True
     if args.custom_plans:
         global CUSTOM_PLANS
         CUSTOM_PLANS = True
-        names = {size: f"tickwork_bench_recurring_custom_{size}" for size in (0, args.history)}
-        try:
-            results = compare({size: pg_database(args.pg, names[size]) for size in names}, args.rules, "postgresql")
+        with pg_databases(args.pg, {size: f"tickwork_bench_recurring_custom_{size}" for size in (0, args.history)}
+                          ) as urls:
+            results = compare(urls, args.rules, "postgresql")
             print("\n".join(report("PostgreSQL, custom plans", args.rules, results)))
-        finally:
-            for name in names.values():
-                drop_pg(args.pg, name)
         return
     sizes = [0, args.history]
     lines = [
@@ -318,8 +264,8 @@ def main() -> None:
         "with the sizes alternating; then a steady pass (best of 3) with nothing new to mint. Target: within 1.5×.",
         "Beside it, in the same run and database, the",
         "raw insert rate: the same rows, one transaction per rule, plain INSERTs with no checks, events or",
-        f"savepoints. Measured {datetime.now(timezone.utc):%Y-%m-%d} on {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, on a machine shared with other test suites.",
+        f"savepoints. Measured {datetime.now(timezone.utc):%Y-%m-%d} on {machine()}, on a machine shared with other "
+        "test suites.",
         f"Run: `.venv/bin/python bench/recurring.py [--pg URL] [--rules N] [--history N]`.",
         "",
     ]
@@ -327,17 +273,11 @@ def main() -> None:
         lines += report("SQLite", args.rules,
                         compare({size: f"sqlite:///{tmp}/bench-{size}.db" for size in sizes}, args.rules, "sqlite"))
     if args.pg:
-        names = {size: f"tickwork_bench_recurring_{size}" for size in sizes}
-        try:
-            lines += report("PostgreSQL", args.rules,
-                            compare({size: pg_database(args.pg, names[size]) for size in sizes}, args.rules,
-                                    "postgresql"))
-        finally:
-            for name in names.values():
-                drop_pg(args.pg, name)
+        with pg_databases(args.pg, {size: f"tickwork_bench_recurring_{size}" for size in sizes}) as urls:
+            lines += report("PostgreSQL", args.rules, compare(urls, args.rules, "postgresql"))
     print("\n".join(lines))
     if not args.no_write:
-        write_section(lines)
+        write_section("Recurring rules", "\n".join(lines))
 
 
 if __name__ == "__main__":

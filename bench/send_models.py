@@ -16,10 +16,9 @@ from pathlib import Path
 if MODEL == "gevent":
     from gevent import monkey
     monkey.patch_all()
+from common import make_app
 import os, time, json, subprocess, tempfile, resource
 from datetime import datetime, timedelta, timezone
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(ROOT / "bench"))
 import clock as B
 
 RECEIVER = 'import sys, time\nfrom http.server import BaseHTTPRequestHandler, ThreadingHTTPServer\nDELAY = float(sys.argv[1])\nclass H(BaseHTTPRequestHandler):\n    protocol_version = "HTTP/1.1"\n    wbufsize = 65536\n    disable_nagle_algorithm = True\n    def do_POST(self):\n        self.rfile.read(int(self.headers.get("Content-Length") or 0))\n        time.sleep(DELAY)\n        body = b\'{"id": "ok"}\'\n        self.send_response(200); self.send_header("Content-Type", "application/json")\n        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)\n    def log_message(self, *a): pass\nThreadingHTTPServer.request_queue_size = 256\ns = ThreadingHTTPServer(("127.0.0.1", 0), H); s.daemon_threads = True\nprint(s.server_address[1], flush=True); s.serve_forever()\n'
@@ -31,7 +30,7 @@ recv = subprocess.Popen([sys.executable, "-c", RECEIVER, "0.02"], stdout=subproc
 import atexit; atexit.register(recv.kill)
 port = int(recv.stdout.readline())
 url = B.fresh_database(DB, B.DEFAULT_PG, work)
-app = B.make_app(url)
+app = make_app(url, frozen_at=None)
 ws, ch = B.workspace_with_log_channel(app, "webhook", {"url": f"http://127.0.0.1:{port}/hook"})
 B.insert_rows(app, ws, ch, [datetime.now(timezone.utc) - timedelta(seconds=1)] * N)
 with app.app_context():

@@ -3,6 +3,7 @@
     .venv/bin/python bench/throughput.py webhook [--pg URL] [--rows 10000] [--latency 0.02]
     .venv/bin/python bench/throughput.py smtp    [--pg URL] [--rows 10000]
     .venv/bin/python bench/throughput.py all --pg URL --write   # both, the log drain beside them, then docs
+    .venv/bin/python bench/throughput.py webhook --quick        # 200 rows; prints only, keeps nothing
 
 Every figure comes from real processes: `tickwork serve` as an operator starts it (a web
 process and the one consumer it starts by default, 4 worker threads and the default
@@ -13,10 +14,11 @@ CPU time and resident memory are read from /proc. Results are printed as JSON li
 in bench/.throughput-results.json so `--write` can render them into docs/benchmarks.md.
 """
 
+from common import ROOT, machine, make_app, record, recorded, tickwork, when_measured, write_section
+
 import argparse
 import json
 import os
-import platform
 import signal
 import socket
 import subprocess
@@ -27,14 +29,11 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-import clock as bench_clock  # noqa: E402
+import clock as bench_clock
 
 RESULTS = ROOT / "bench" / ".throughput-results.json"
 TICKS = os.sysconf("SC_CLK_TCK")
+QUICK_ROWS = 200  # --quick: a look that the code runs, not figures to keep
 
 HTTP_RECEIVER = textwrap.dedent("""
     import json, sys, threading, time
@@ -140,7 +139,7 @@ def bench_sends(kind: str, db: str, pg_admin: str | None, rows: int, workdir: Pa
     receiver, port, out = start_receiver(kind, workdir, latency)
     serve = None
     try:
-        app = bench_clock.make_app(database_url)
+        app = make_app(database_url, frozen_at=None)
         if kind == "webhook":
             config = {"url": f"http://127.0.0.1:{port}/hook"}
         else:
@@ -148,11 +147,10 @@ def bench_sends(kind: str, db: str, pg_admin: str | None, rows: int, workdir: Pa
         ws, channel = bench_clock.workspace_with_log_channel(app, kind, config)
         log = workdir / f"serve-{kind}-{db}.log"
         with open(log, "w") as handle:
-            serve = subprocess.Popen([sys.executable, "-m", "flask", "--app", "wsgi", "serve", "--host", "127.0.0.1",
-                                      "--port", str(free_port())], cwd=ROOT, stdout=handle, stderr=handle,
-                                     env=bench_clock.env_for(database_url, queue_url))
+            serve = subprocess.Popen(tickwork("serve", "--host", "127.0.0.1", "--port", str(free_port())), cwd=ROOT,
+                                     stdout=handle, stderr=handle, env=bench_clock.env_for(database_url, queue_url))
         pid = consumer_pid(log)
-        ticker = bench_clock.make_app(database_url, queue_url)
+        ticker = make_app(database_url, queue_url=queue_url, frozen_at=None)
         time.sleep(4)  # web and consumer up and polling before the rows arrive
         bench_clock.insert_rows(app, ws, channel, [datetime.now(timezone.utc) - timedelta(seconds=1)] * rows)
         if kind == "smtp":
@@ -204,24 +202,20 @@ def _failed(app) -> int:
 # -- results -----------------------------------------------------------------------------
 
 
-def remember(result: dict) -> None:
-    print(json.dumps(result), flush=True)
-    stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+def remember(result: dict, *, keep: bool = True) -> None:
+    """Print ``result``; ``keep`` it in RESULTS too, for --write."""
     key = f"{result['bench']}:{result.get('provider', 'log')}:{result['db']}"
-    stored[key] = {**result, "measured": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
-    RESULTS.write_text(json.dumps(stored, indent=1))
+    record(result, RESULTS, key, keep=keep)
 
 
 def render() -> str:
-    stored = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    stored = recorded(RESULTS)
     sends = [stored[k] for k in sorted(stored) if k.startswith("sends:")]
     drains = [stored[k] for k in sorted(stored) if k.startswith("drain:")]
-    lines = ["## Throughput", "",
-             f"`bench/throughput.py`. Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-             f"{platform.python_version()}; PostgreSQL 15 on the same box (fsync on), SQLite in WAL mode. The box is "
+    lines = [f"`bench/throughput.py`. Machine: {machine()}; PostgreSQL 15 on the same box (fsync on), SQLite in WAL mode. The box is "
              "shared with other engineers' suites and benchmarks, so its speed drifts by a factor of two or more within "
              "minutes; compare only figures from one run. Measured: "
-             + "; ".join(f"{k.replace(':', ' ')} {v['measured']}" for k, v in sorted(stored.items())) + ".", ""]
+             + when_measured(stored) + ".", ""]
     if sends:
         lines += ["### Sends that call out", "",
                   "10,000 actions due at once through `tickwork serve` as it starts by default (a web process and one "
@@ -321,19 +315,6 @@ hub, and an asyncio loop would need every provider written twice and still block
 database."""
 
 
-def write_doc() -> None:
-    path = ROOT / "docs" / "benchmarks.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    section = render()
-    if "\n## Throughput\n" in current:
-        head, rest = current.split("\n## Throughput\n", 1)
-        tail = rest.split("\n## ", 1)
-        current = head + "\n" + section + ("\n\n## " + tail[1] if len(tail) > 1 else "\n")
-    else:
-        current = current.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(current)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("which", choices=["webhook", "smtp", "drain", "all", "write"])
@@ -341,19 +322,23 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--latency", type=float, default=0.02, help="the webhook receiver's answer time, seconds")
     parser.add_argument("--write", action="store_true", help="render docs/benchmarks.md's Throughput section")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROWS} rows; print only, keep nothing")
     args = parser.parse_args()
     kinds = ["sqlite"] + (["postgresql"] if args.pg else [])
+    keep = not args.quick
+    if args.quick:
+        args.rows = QUICK_ROWS
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for db in kinds:
             if args.which in ("webhook", "all"):
-                remember(bench_sends("webhook", db, args.pg, args.rows, workdir, args.latency))
+                remember(bench_sends("webhook", db, args.pg, args.rows, workdir, args.latency), keep=keep)
             if args.which in ("smtp", "all"):
-                remember(bench_sends("smtp", db, args.pg, args.rows, workdir, args.latency))
+                remember(bench_sends("smtp", db, args.pg, args.rows, workdir, args.latency), keep=keep)
             if args.which in ("drain", "all"):
-                remember(bench_clock.bench_drain(db, args.pg, args.rows, workdir))
-    if args.write or args.which == "write":
-        write_doc()
+                remember(bench_clock.bench_drain(db, args.pg, args.rows, workdir), keep=keep)
+    if (args.write or args.which == "write") and not args.quick:
+        write_section("Throughput", render())
 
 
 if __name__ == "__main__":

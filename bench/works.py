@@ -18,36 +18,32 @@ For each database (a fresh one, built by the migrations):
     .venv/bin/python bench/works.py                     # SQLite
     .venv/bin/python bench/works.py --pg postgresql://postgres@127.0.0.1:5432/postgres
     .venv/bin/python bench/works.py --history 100000 --no-write   # a quicker look
+    .venv/bin/python bench/works.py --quick                       # a check that it runs; prints only
 
 Figures are printed and written under "## Work schedules" in docs/benchmarks.md.
 """
 
+from common import T0, machine, make_app, migrate, pg_databases, write_section
+
 import argparse
 import json
-import os
-import platform
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from sqlalchemy import bindparam, insert, text
 
-from sqlalchemy import bindparam, insert, text  # noqa: E402
+from models.core.types import UTCDateTime
 
-from models.core.types import UTCDateTime  # noqa: E402
-
-T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
-SECRET = "bench-secret"
 SCHEDULES = 10_000
 DUE = 1_000
 BATCH_REPEATS = 5
 CHUNK = 50_000
+# --quick: a look that the code runs, not figures to keep (DUE stays above work_max_batch, 100)
+QUICK_SCHEDULES, QUICK_DUE, QUICK_HISTORY = 1_000, 200, 10_000
 
 
 def instants(sql: str, *names: str):
@@ -61,25 +57,8 @@ CLAIM_SQL = instants(
     "now", "seen")
 
 
-def migrate(url: str) -> None:
-    env = dict(os.environ, TICKWORK_DATABASE_URL=url, TICKWORK_SECRET_KEY=SECRET, TICKWORK_QUEUE_URL="immediate")
-    done = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(done.stderr)
-
-
-def make_app(url: str, queue_url: str):
-    from models.timing.clock import FrozenClock
-    from webapp import create_app
-
-    migrate(url)
-    return create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": SECRET, "TICKWORK_QUEUE_URL": queue_url,
-                       "TICKWORK_CLOCK": FrozenClock(T0)})
-
-
 def build(app) -> list[int]:
-    """A workspace on the business plan, 10,000 works each with an active hourly schedule; 1,000 due now,
+    """A workspace on the business plan, ``SCHEDULES`` works each with an active hourly schedule; ``DUE`` due now,
     the others spread over the next hours. Returns the due schedules' ids."""
     from models.accounts.tables import Workspace
     from models.core.database import db, write_session
@@ -247,7 +226,8 @@ def run_backend(label: str, urls: tuple[str, str], queue_url: str, history: int)
     from jobs.queue import works_huey
     from models.core.database import db
 
-    bare = make_app(urls[0], queue_url)
+    migrate(urls[0])
+    bare = make_app(urls[0], queue_url=queue_url)
     due_ids = build(bare)
     result = {"label": label}
     result.update(default_settings(bare))
@@ -257,7 +237,8 @@ def run_backend(label: str, urls: tuple[str, str], queue_url: str, history: int)
     result["raw_sql_per_s"] = raw_sql_rate(bare, due_ids)
     print(f"{label}: raw claim statement {result['raw_sql_per_s']:.0f} rows/s", flush=True)
     # The second database goes through the same passes, so the two differ only by the history.
-    loaded = make_app(urls[1], queue_url)
+    migrate(urls[1])
+    loaded = make_app(urls[1], queue_url=queue_url)
     loaded_ids = build(loaded)
     default_settings(loaded)
     raw_sql_rate(loaded, loaded_ids)
@@ -287,7 +268,7 @@ def run_backend(label: str, urls: tuple[str, str], queue_url: str, history: int)
 
 def report(results: list[dict], history: int) -> list[str]:
     lines = [
-        "`bench/works.py`: 10,000 active work schedules, 1,000 of them due at once, at the default settings",
+        f"`bench/works.py`: {SCHEDULES:,} active work schedules, {DUE:,} of them due at once, at the default settings",
         "(`work_max_batch` 100, `work_dispatch_interval` 1 minute), each run handed to the `works` queue",
         "(SqliteHuey, or PostgresHuey in the same database; no consumer). A claim is the whole dispatch of one",
         "schedule: lock its work, the seed's CAS `UPDATE`, the work to `generating`, the run and its events,",
@@ -296,11 +277,10 @@ def report(results: list[dict], history: int) -> list[str]:
         f"runs beside one built alike with {history:,} past runs, alternating, best of 5 each. Target: ≤ 1.5×;",
         "due schedules come from the partial index `ix_work_schedules_due` and zombie recovery from",
         "`ix_works_generating`, so no query of a pass reads the runs; a pass's time is mostly its commits.",
-        f"Measured {datetime.now(timezone.utc):%Y-%m-%d} on {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, on a machine shared with other test suites.",
+        f"Measured {datetime.now(timezone.utc):%Y-%m-%d} on {machine()}, on a machine shared with other test suites.",
         "Run: `.venv/bin/python bench/works.py [--pg URL] [--history N]`.",
         "",
-        f"| database | full-batch pass (100) | share of the interval | passes until all 1,000 handed over | time until all handed over | claims/s (whole dispatch) | raw claim `UPDATE`s/s (the dispatch's cost in raw claims) | pass beside 0 / {history:,} past runs | ratio |",
+        f"| database | full-batch pass (100) | share of the interval | passes until all {DUE:,} handed over | time until all handed over | claims/s (whole dispatch) | raw claim `UPDATE`s/s (the dispatch's cost in raw claims) | pass beside 0 / {history:,} past runs | ratio |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
@@ -323,35 +303,6 @@ def report(results: list[dict], history: int) -> list[str]:
     return lines
 
 
-def write_section(lines: list[str]) -> None:
-    path = ROOT / "docs" / "benchmarks.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    section = "## Work schedules\n\n" + "\n".join(lines).rstrip() + "\n"
-    start = current.find("## Work schedules\n")
-    if start == -1:
-        updated = current.rstrip() + "\n\n" + section
-    else:
-        end = current.find("\n## ", start + 1)
-        updated = current[:start] + section + (current[end:] if end != -1 else "")
-    path.write_text(updated)
-
-
-def pg_database(admin_url: str, name: str) -> str:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return admin_url.rsplit("/", 1)[0] + "/" + name
-
-
-def drop_pg(admin_url: str, name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--history", type=int, default=1_000_000)
@@ -359,31 +310,31 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     parser.add_argument("--report-from", default=None,
                         help="a results JSON line this script printed: write its report again, measure nothing")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SCHEDULES:,} schedules, {QUICK_DUE} due, "
+                        f"beside {QUICK_HISTORY:,} past runs; print only")
     args = parser.parse_args()
+    if args.quick:
+        global SCHEDULES, DUE
+        SCHEDULES, DUE, args.history, args.no_write = QUICK_SCHEDULES, QUICK_DUE, QUICK_HISTORY, True
     if args.report_from:
         results = json.loads(Path(args.report_from).read_text().strip().splitlines()[-1])
         lines = report(results, results[0]["history"])
         print("\n".join(lines))
         if not args.no_write:
-            write_section(lines)
+            write_section("Work schedules", "\n".join(lines))
         return
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         results.append(run_backend("SQLite", (f"sqlite:///{tmp}/bench-works.db", f"sqlite:///{tmp}/bench-history.db"),
                                    f"sqlite:///{tmp}/bench-queue.db", args.history))
     if args.pg:
-        names = ("tickwork_bench_works", "tickwork_bench_works_history")
-        urls = tuple(pg_database(args.pg, name) for name in names)
-        try:
-            results.append(run_backend("PostgreSQL", urls, urls[0], args.history))
-        finally:
-            for name in names:
-                drop_pg(args.pg, name)
+        with pg_databases(args.pg, {"bare": "tickwork_bench_works", "history": "tickwork_bench_works_history"}) as urls:
+            results.append(run_backend("PostgreSQL", (urls["bare"], urls["history"]), urls["bare"], args.history))
     lines = report(results, args.history)
     print("\n".join(lines))
     print(json.dumps(results, default=str))
     if not args.no_write:
-        write_section(lines)
+        write_section("Work schedules", "\n".join(lines))
 
 
 if __name__ == "__main__":
