@@ -11,7 +11,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st, reproduce_failure
+from hypothesis import strategies as st
 
 from models.timing import cadence as cadence_module
 from models.timing.cadence import (
