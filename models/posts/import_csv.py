@@ -85,10 +85,11 @@ def _read(line: CsvLine) -> _Line:
         if "local_time" in values:
             read.wall_date, read.wall_time = parse_local_time(values["local_time"].replace(" ", "T", 1), "local_time")
         else:
-            read.wall_date = parse_day(values.get("date"), "date")
-            read.wall_time = parse_clock(values.get("time"), "time")
+            read.wall_date = parse_day(values.get("date"), "the date")
+            read.wall_time = parse_clock(values.get("time"), "the time")
     except InvalidInput as error:
-        read.fate = Fate("bad_time", False, error.message)
+        typed = values.get("local_time") if "local_time" in values else f"{values.get('date', '')} {values.get('time', '')}"
+        read.fate = Fate("bad_time", False, f"{typed.strip()[:40]!r}: {error.message}")
     return read
 
 
