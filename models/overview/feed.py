@@ -28,10 +28,11 @@ from sqlalchemy.orm import Session
 
 from models.actions.tables import Origin, ScheduledAction, Status
 from models.channels.reading import channel_names
+from models.channels.tables import Channel
 from models.core.policy import Policy
 from models.drips.tables import Campaign, Enrollment, EnrollmentStatus, Send
-from models.posts.reading import delivery_of, list_posts, post_rows, post_targets
-from models.posts.tables import PostStatus, post_id_of
+from models.posts.reading import delivery_of, list_posts, post_rows
+from models.posts.tables import PostStatus, PostTarget, post_id_of
 from models.recurring.reading import rule_recurrence
 from models.recurring.tables import RecurringSchedule, RuleStatus, rule_id_of, slot_of
 from models.timing.recurrence import RecurrenceError
@@ -101,10 +102,17 @@ def post_events(session: Session, workspace_id: int, window: FeedWindow, zone: s
     posts = list_posts(session, workspace_id, start=window.first, end=window.last,
                        statuses=[PostStatus.DRAFT.value, PostStatus.APPROVED.value, PostStatus.PUBLISHED.value],
                        limit=MAX_POSTS)
-    rows = post_rows(session, workspace_id, [post.id for post in posts])
+    ids = [post.id for post in posts]
+    rows = post_rows(session, workspace_id, ids)
+    targets_of: dict[int, list[str]] = defaultdict(list)
+    for start in range(0, len(ids), 500):  # one query per 500 posts, not one per post
+        for post_id, name in session.execute(
+                select(PostTarget.post_id, Channel.name).join(Channel, Channel.id == PostTarget.channel_id)
+                .where(PostTarget.post_id.in_(ids[start:start + 500])).order_by(PostTarget.post_id, PostTarget.id)):
+            targets_of[post_id].append(name)
     events = []
     for post in posts:
-        targets = [channel.name for channel in post_targets(session, post.id)]
+        targets = targets_of[post.id]
         delivery = delivery_of(targets, rows[post.id])
         start = resolve_wall_time(post.wall_date, post.wall_time, zone).local
         lines = [f"Post #{post.id}, {post.status}.", f"Targets: {', '.join(targets)}."]
