@@ -133,6 +133,7 @@ class PostImport:
                   now: datetime) -> list[_Line]:
         zone = workspace_zone(session, workspace_id)
         seen = state.setdefault("seen", {})
+        channels_of: dict[tuple, list | DomainError] = {}  # a file names the same few targets again and again
         checked = []
         for line in lines:
             read = _read(line)
@@ -140,7 +141,15 @@ class PostImport:
             if read.fate is not None:
                 continue
             try:
-                channels = check_targets(session, workspace_id, read.targets)
+                named = tuple(read.targets)
+                if named not in channels_of:
+                    try:
+                        channels_of[named] = check_targets(session, workspace_id, read.targets)
+                    except DomainError as error:
+                        channels_of[named] = error
+                if isinstance(channels_of[named], DomainError):
+                    raise channels_of[named]
+                channels = channels_of[named]
                 read.body = check_body(read.body, channels)
                 read.media = check_media(read.media)
                 resolved = check_wall_time(read.wall_date, read.wall_time, zone, now, self.policy)
