@@ -10,6 +10,9 @@ hands this module the workspace, the time and a way to make dashboard links.
 | an ad-hoc action         | row (a person's, not a post's) | ``action-<id>@host``                 | ``[queued] send_email via main`` |
 | drip sends               | campaign and local day (all day) | ``campaign-<id>-<date>@host``      | ``welcome: 1,240 sends [1,200 published, 40 queued]`` |
 
+Left out: archived posts, cancelled rows, a post's own rows (its event says how its targets
+went), and Tickwork's own notifications (origin ``system``).
+
 UIDs follow the thing, not the row: a moved post, or a rescheduled occurrence, keeps its
 UID, so a calendar app moves the event instead of showing two. No event carries a target
 address (an email, a phone), a channel secret or a payload beyond its title: the summary
