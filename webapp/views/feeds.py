@@ -12,7 +12,7 @@ asked for answers 404. What the feed holds is :mod:`models.overview.feed`'s.
 
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Response, render_template, url_for
+from flask import Blueprint, Response, render_template, request, url_for
 from flask_login import login_required
 
 from models.accounts.feeds import find_feed_token, issue_feed_token, live_feed_token, revoke_feed_tokens
@@ -32,9 +32,14 @@ LINKS = {"post": ("posts.edit", "post_id"), "rule": ("recurring.detail", "rule_i
          "action": ("actions.detail", "action_id"), "campaign": ("campaigns.detail", "campaign_id")}
 
 
+def _public(path: str) -> str:
+    """``path`` (as url_for made it) under TICKWORK_BASE_URL, which already says where Tickwork is mounted."""
+    return base_url().rstrip("/") + path[len(request.script_root):]
+
+
 def feed_address(raw: str) -> str:
     """The public address of the feed whose token is ``raw``."""
-    return base_url().rstrip("/") + url_for("feeds.feed", token=raw)
+    return _public(url_for("feeds.feed", token=raw))
 
 
 def feed_panel(v: Viewer, *, address: str | None = None, message: str | None = None,
@@ -77,7 +82,7 @@ def revoke_feed():
 
 def _link(kind: str, ref: int) -> str:
     endpoint, argument = LINKS[kind]
-    return base_url().rstrip("/") + url_for(endpoint, **{argument: ref})
+    return _public(url_for(endpoint, **{argument: ref}))
 
 
 @bp.get("/calendar/feed/<token>.ics")
