@@ -19,6 +19,7 @@ One post per line. Columns (names without case, in any order):
 | ``too_long``      | no       | the body is longer than a target takes                                  |
 | ``invalid_value`` | no       | an empty body, no targets, too many, one twice, a media link that is not http(s) |
 | ``duplicate_line``| no       | an earlier line has the same body, targets, date and time               |
+| ``already_scheduled`` | no   | a post of the workspace has the same body at the same date and time (the file was uploaded before) |
 
 The commit makes each accepted line's post (a draft, or approved by choice, which queues
 its rows at once) through :func:`models.posts.operations.create_post` and
@@ -30,6 +31,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from models.accounts.workspaces import workspace_zone
@@ -42,6 +44,7 @@ from models.imports.csv_file import CsvLine
 from models.imports.runs import Fate
 from models.posts.checks import check_body, check_media, check_targets, check_wall_time
 from models.posts.operations import approve_post, create_post
+from models.posts.tables import Post, PostStatus
 from models.timing.clock import Clock
 from models.timing.wall_time import WallTimeShift
 
@@ -88,7 +91,8 @@ def _read(line: CsvLine) -> _Line:
             read.wall_date = parse_day(values.get("date"), "the date")
             read.wall_time = parse_clock(values.get("time"), "the time")
     except InvalidInput as error:
-        typed = values.get("local_time") if "local_time" in values else f"{values.get('date', '')} {values.get('time', '')}"
+        typed = (values["local_time"] if "local_time" in values
+                 else f"{values.get('date', '')} {values.get('time', '')}")
         read.fate = Fate("bad_time", False, f"{typed.strip()[:40]!r}: {error.message}")
     return read
 
@@ -98,6 +102,17 @@ def _when(resolved) -> str:
     if resolved.shift is not WallTimeShift.NONE:
         words += ". " + resolved.note
     return words
+
+
+def _existing_posts(session: Session, workspace_id: int, days: set[date]) -> dict[tuple, int]:
+    """The workspace's posts (archived ones aside) on ``days``, by (body, wall date, wall time): a file
+    uploaded twice, or a commit cut short and run again, never makes a post twice."""
+    if not days:
+        return {}
+    found = session.execute(select(Post.id, Post.body, Post.wall_date, Post.wall_time).where(
+        Post.workspace_id == workspace_id, Post.wall_date.in_(sorted(days)),
+        Post.status != PostStatus.ARCHIVED.value).order_by(Post.id))
+    return {(body, day, at): post_id for post_id, body, day, at in found}
 
 
 class PostImport:
@@ -134,10 +149,10 @@ class PostImport:
         zone = workspace_zone(session, workspace_id)
         seen = state.setdefault("seen", {})
         channels_of: dict[tuple, list | DomainError] = {}  # a file names the same few targets again and again
-        checked = []
-        for line in lines:
-            read = _read(line)
-            checked.append(read)
+        checked = [_read(line) for line in lines]
+        existing = _existing_posts(session, workspace_id, {read.wall_date for read in checked if read.fate is None})
+        for read in checked:
+            line = read.line
             if read.fate is not None:
                 continue
             try:
@@ -158,6 +173,10 @@ class PostImport:
                 continue
             if read.key in seen:
                 read.fate = Fate("duplicate_line", False, f"line {seen[read.key]} has the same body, targets and time")
+                continue
+            found = existing.get((read.body, read.wall_date, read.wall_time))
+            if found is not None:
+                read.fate = Fate("already_scheduled", False, f"post #{found} has the same body at the same time")
                 continue
             seen[read.key] = line.number
             read.fate = Fate(SCHEDULE, True, _when(resolved))

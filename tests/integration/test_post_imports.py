@@ -94,6 +94,11 @@ def test_the_commit_makes_exactly_the_promised_posts_approved_and_only_once(app,
                         json={"status": "approved"})
     assert again.status_code == 200 and again.json["created"] == 4
     assert _count(app, Post) == 4  # a second commit makes nothing more
+    # The same file uploaded again: what it scheduled is there already.
+    report = _upload(client, world, FILE).json
+    fates = {line["line"]: (line["fate"], line["message"]) for line in report["lines"]}
+    assert [fates[n][0] for n in (2, 3, 4, 12)] == ["already_scheduled"] * 4 and report["accepted"] == 0
+    assert fates[2][1].startswith("post #") and fates[2][1].endswith("has the same body at the same time")
 
 
 def test_drafts_by_choice_and_lines_whose_fate_changed_since_the_dry_run(app, client, world, clock):

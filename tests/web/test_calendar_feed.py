@@ -144,7 +144,8 @@ def test_uids_are_stable_across_fetches_a_move_and_the_expander(app, world, brow
     slot = f"rule-{rule['id']}-2026-12-08T08:00@tickwork.example"
     assert str(first[slot]["SUMMARY"]).startswith("[planned]")
 
-    moved = client.patch(f"/api/v1/posts/{post}", headers=world.auth("marketer"), json={"local_time": "2026-11-12T10:00"})
+    moved = client.patch(f"/api/v1/posts/{post}", headers=world.auth("marketer"),
+                         json={"local_time": "2026-11-12T10:00"})
     assert moved.status_code == 200, moved.json
     app.config["TICKWORK_CLOCK"].set(datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc))
     expand(app)  # the occurrence is minted now: its event keeps its UID

@@ -98,7 +98,8 @@ def commit_posts(import_id: str):
 
 # -- the document -----------------------------------------------------------------------------
 
-_FATES = sorted({SCHEDULE, "duplicate_line", "invalid_value", "malformed", *FATE_OF_CODE.values()})
+_FATES = sorted({SCHEDULE, "duplicate_line", "already_scheduled", "invalid_value", "malformed",
+                 *FATE_OF_CODE.values()})
 _REPORT = {
     "type": "object", "required": ["import_id", "expires_at", "columns", "counts", "accepted", "lines"],
     "properties": {
@@ -139,8 +140,9 @@ OPENAPI = {
                 "description": "Columns: body, targets (channel names), date and time (or local_time) in the "
                                "workspace's zone, optional media (links). Each line's fate: schedule (with the DST "
                                "note when the wall time does not exist or happens twice), bad_time, in_the_past, "
-                               "unknown_channel, too_long, invalid_value, duplicate_line. The dry run keeps the file "
-                               "for an hour under its import_id.",
+                               "unknown_channel, too_long, invalid_value, duplicate_line, already_scheduled (a post "
+                               "with the same body at the same time exists). The dry run keeps the file for an hour "
+                               "under its import_id.",
                 "parameters": [
                     {"name": "dry_run", "in": "query", "required": False, "schema": {"enum": ["1", "true"]}},
                     {"name": "status", "in": "query", "required": False, "schema": {"enum": list(STATUSES)},
