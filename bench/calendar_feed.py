@@ -117,7 +117,9 @@ def main() -> None:
              f"(median of {REPEATS}) | {figures['feed']:.2f} s |"]
     print("\n".join(lines))
     write_section(f"Calendar feed and CSV posts ({backend})", f"""
-Measured by `bench/calendar_feed.py` on {machine()}, through the Flask test client.
+Measured by `bench/calendar_feed.py` on {machine()}, through the Flask test client; wall
+times, on a machine other work was sharing. Each committed line goes through the posts' own
+operations (create, then approve: the reconciler queues its rows), one line per savepoint.
 
 | database | what | time |
 |---|---|---|
