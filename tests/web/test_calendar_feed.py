@@ -206,3 +206,16 @@ def test_without_a_base_url_no_address_is_made(app, world, browser_for, client):
     assert refused.status_code == 409 and "need TICKWORK_BASE_URL" in refused.get_data(as_text=True)
     with app.app_context(), read_session() as session:
         assert session.scalar(select(CalendarFeedToken.id)) is None
+
+
+def test_a_garbage_zone_stored_behind_the_apps_back_answers_409_not_a_crash(app, world, browser_for, client):
+    from sqlalchemy import text
+
+    from models.core.database import write_session
+
+    address = make_address(browser_for("marketer"))
+    make_post(app, world, body="Before the zone broke", day="2026-10-28", at="09:00")
+    with app.app_context(), write_session() as session:
+        session.execute(text("UPDATE workspaces SET timezone = 'Not/AZone' WHERE id = :id"), {"id": world.workspace_id})
+    answer = fetch(client, address)
+    assert answer.status_code == 409 and "time zone is not valid" in answer.get_data(as_text=True)

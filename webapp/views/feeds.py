@@ -21,6 +21,7 @@ from models.core.database import db, read_session, write_session
 from models.core.errors import Conflict
 from models.core.runtime import runtime
 from models.overview.feed import build_feed, render_ics
+from models.timing.wall_time import InvalidTimezone
 from webapp.drip_runtime import base_url
 from webapp.views.context import Viewer, is_htmx, viewer
 
@@ -96,7 +97,12 @@ def feed(token: str):
         if found is None:
             return Response(NO_FEED, 404, mimetype="text/plain")
         workspace = session.get(Workspace, found.workspace_id)
-        built = build_feed(session, workspace.id, workspace.name, workspace.timezone, now=rt.now(), policy=rt.policy)
+        try:
+            built = build_feed(session, workspace.id, workspace.name, workspace.timezone, now=rt.now(),
+                               policy=rt.policy)
+        except InvalidTimezone as exc:
+            return Response(f"This workspace's time zone is not valid ({exc}); an admin can set it on the "
+                            "settings page.", 409, mimetype="text/plain")
     body = render_ics(built, host=urlsplit(base_url()).hostname, link=_link, now=rt.now())
     response = Response(body, 200, mimetype="text/calendar")
     response.headers["Content-Disposition"] = 'inline; filename="tickwork.ics"'
