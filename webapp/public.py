@@ -22,6 +22,8 @@ PUBLIC_ROUTES: dict[str, str] = {
     "drip_public.unsubscribe_page": "a contact's unsubscribe token, signed for its workspace; shows a button, changes nothing",
     "drip_public.unsubscribe": "a contact's unsubscribe token, signed for its workspace (RFC 8058 one-click)",
     "drip_public.postmark_bounce": "an HMAC of the channel's id made with the postmark channel's secret, in the URL",
+    "feeds.feed": "a person's calendar feed token in the URL, stored hashed, live only while they are a member; "
+                  "a wrong or revoked one answers 404",
     "drip_public.twilio_inbound": "X-Twilio-Signature: HMAC-SHA1 of the URL and parameters with the channel's auth token",
 }
 

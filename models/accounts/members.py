@@ -6,6 +6,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from models.accounts.feeds import revoke_feed_tokens
 from models.accounts.tables import Membership, Role, User
 from models.core.errors import Conflict, InvalidInput, NotFound
 
@@ -91,12 +92,13 @@ def change_role(session: Session, workspace_id: int, membership_id: int, role: s
     return membership
 
 
-def remove_member(session: Session, workspace_id: int, membership_id: int) -> str:
-    """Take a person out of the workspace (their history stays); returns their email."""
+def remove_member(session: Session, workspace_id: int, membership_id: int, *, now: datetime) -> str:
+    """Take a person out of the workspace (their history stays, their calendar feed is revoked); returns their email."""
     membership = _membership(session, workspace_id, membership_id)
     if membership.role == Role.ADMIN.value and _admins(session, workspace_id) <= 1:
         raise Conflict("this is the workspace's last admin; make someone else admin first", code="last_admin")
     email = membership.user.email
+    revoke_feed_tokens(session, workspace_id, membership.user_id, now=now, why="left_workspace")
     session.delete(membership)
     session.flush()
     return email

@@ -1,4 +1,4 @@
-"""The accounts tables: workspaces, people, their memberships (with a role), and API tokens."""
+"""The accounts tables: workspaces, people, their memberships (with a role), API tokens and calendar feed tokens."""
 
 import enum
 from datetime import datetime
@@ -125,3 +125,23 @@ class ApiToken(Base):
 
     user: Mapped[User] = relationship()
     workspace: Mapped[Workspace] = relationship()
+
+
+class CalendarFeedToken(Base):
+    """The secret of one person's iCalendar feed of one workspace; only its SHA-256 is stored.
+
+    At most one is live per person and workspace: making a new one revokes the old, and so
+    does the person leaving the workspace. A revoked token stays, with when and why.
+    """
+
+    __tablename__ = "calendar_feed_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="RESTRICT"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    revoked_why: Mapped[str | None] = mapped_column(String(32))  # revoked, regenerated, left_workspace
+
+    __table_args__ = (Index("ix_calendar_feed_tokens_member", "workspace_id", "user_id"),)

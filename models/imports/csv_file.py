@@ -102,8 +102,12 @@ def _header(row: list[str], number: int) -> list[str]:
     return columns
 
 
-def read_csv(data: bytes) -> CsvFile:
-    """The file's header and its records, or :class:`InvalidInput` (field ``file``) saying what is wrong."""
+def read_csv(data: bytes, *, max_lines: int = MAX_LINES) -> CsvFile:
+    """The file's header and its records, or :class:`InvalidInput` (field ``file``) saying what is wrong.
+
+    A kind of file may take fewer lines than :data:`MAX_LINES` (``max_lines``); one with more
+    is refused whole, before anything is checked.
+    """
     text = decode(data)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     columns: list[str] | None = None
@@ -117,8 +121,9 @@ def read_csv(data: bytes) -> CsvFile:
             if columns is None:
                 columns = _header(row, number)
                 continue
-            if len(lines) >= MAX_LINES:
-                raise _refuse(f"the file has more than {MAX_LINES:,} lines; split it", "too_many_lines")
+            if len(lines) >= max_lines:
+                raise _refuse(f"the file has more than {max_lines:,} lines; split it into files of at most "
+                              f"{max_lines:,}", "too_many_lines")
             if len(row) > len(columns):
                 lines.append(CsvLine(number, problem=f"has {len(row)} fields; the header has {len(columns)}"))
                 continue

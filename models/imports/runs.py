@@ -32,7 +32,7 @@ from models.core.database import read_session, write_session
 from models.core.errors import Conflict, NotFound
 from models.core.moves import Actor
 from models.core.policy import Policy
-from models.imports.csv_file import CsvLine, read_csv
+from models.imports.csv_file import MAX_LINES, CsvLine, read_csv
 from models.imports.tables import CsvImport, CsvImportLine, ImportStatus
 from models.timing.clock import Clock
 
@@ -55,6 +55,7 @@ class LineChecker(Protocol):
     """What a wing supplies to import a kind of file."""
 
     kind: str  # stored with the import, so a commit is only ever applied by the same kind
+    # A checker may set ``max_lines`` (fewer than csv_file.MAX_LINES): a longer file is refused whole.
 
     def check_header(self, columns: list[str]) -> None:
         """Raise :class:`~models.core.errors.InvalidInput` (field ``file``) when the header cannot be imported."""
@@ -134,7 +135,7 @@ def dry_run(data: bytes, checker: LineChecker, *, workspace_id: int, target: str
     A file that cannot be read at all (encoding, header, a line too long) raises
     :class:`~models.core.errors.InvalidInput` before anything is stored.
     """
-    parsed = read_csv(data)
+    parsed = read_csv(data, max_lines=getattr(checker, "max_lines", MAX_LINES))
     checker.check_header(parsed.columns)
     now = clock.now()
     purge_expired(now, engine=engine)

@@ -15,6 +15,7 @@ def pages(acme):
         ("/failures", "marketer", 200, 200),
         ("/outbox", "marketer", 200, 200),
         ("/posts/new?date=2026-06-10", "marketer", 200, 200),
+        ("/posts/import", "marketer", 200, 200),
         (f"/posts/{acme.post}", "marketer", 200, 200),
         ("/posts/preview-time?date=2026-06-10&time=09:00", "marketer", 302, 200),
         (f"/calendar/move?post={acme.post}", "marketer", 200, 200),

@@ -44,7 +44,8 @@ def test_every_dashboard_post_without_a_token_is_refused(app, acme, browser_for)
                      "actions.retry", "actions.post_now", "calendar.move", "queue.bulk_cancel", "queue.bulk_retry", "queue.bulk_reschedule", "posts.create",
                      "posts.update", "posts.approve", "posts.unapprove", "posts.archive", "posts.send_now",
                      "channels.create", "channels.update", "channels.test_send", "members.add", "members.role",
-                     "members.remove"):
+                     "members.remove", "feeds.make_feed", "feeds.revoke_feed", "posts.import_upload",
+                     "posts.import_commit"):
         assert endpoint in checked, endpoint
 
 

@@ -29,6 +29,7 @@ from models.posts.reading import get_post, posts_by_id
 from models.posts.tables import MAX_ID
 from models.timing.wall_time import to_local
 from webapp.views.context import Viewer, is_htmx, viewer
+from webapp.views.feeds import feed_panel
 
 bp = Blueprint("calendar", __name__)
 
@@ -172,7 +173,9 @@ def calendar():
     today = to_local(runtime().now(), v.zone).date()
     context = calendar_context(v, view=view, focus=_focus(request.args.get("date"), today),
                                with_cancelled=request.args.get("cancelled") == "1")
-    return render_template("calendar/_calendar.html" if is_htmx() else "calendar/calendar.html", **context)
+    if is_htmx():
+        return render_template("calendar/_calendar.html", **context)
+    return render_template("calendar/calendar.html", feed=feed_panel(v), **context)
 
 
 # -- moving a post ---------------------------------------------------------------------------

@@ -65,4 +65,5 @@ def role(membership_id: int):
 def remove(membership_id: int):
     """Take a person out of the workspace."""
     v = viewer()
-    return _change(lambda session: remove_member(session, v.workspace.id, membership_id), "{result} removed.")
+    return _change(lambda session: remove_member(session, v.workspace.id, membership_id, now=runtime().now()),
+                   "{result} removed.")

@@ -15,6 +15,9 @@ from models.posts.operations import approve_post, archive_post, create_post, pos
 from models.posts.reading import delivery_of, get_post, post_rows, post_targets
 from models.core.time_input import parse_clock, parse_day, resolve_typed
 from models.core.runtime import runtime
+from models.imports.runs import commit, dry_run
+from models.posts.import_csv import MAX_POST_LINES, PostImport
+from webapp.uploads import takes_upload
 from webapp.views.context import is_htmx, render_page, require_role, viewer
 
 bp = Blueprint("posts", __name__)
@@ -197,3 +200,59 @@ def send_now(post_id: int):
     channel = (request.form.get("channel") or "").strip() or None
     return _transition(post_id, post_now, "Sending now", channel=channel)
 
+
+
+# -- scheduling from a CSV file ---------------------------------------------------------------
+
+IMPORT_LINES_SHOWN = 500
+IMPORT_TARGET = "workspace"
+
+
+def _import_page(*, report=None, result=None, error: DomainError | None = None, status: int = 200):
+    v = viewer()
+    return render_page("posts/import.html", v=v, report=report, result=result, error=error, shown=IMPORT_LINES_SHOWN,
+                       max_lines=MAX_POST_LINES, channels=_channels(v.workspace.id)), status
+
+
+@bp.get("/posts/import")
+@require_role(Role.MARKETER)
+def import_form():
+    """Upload a CSV file of posts: a dry run first, showing each line's fate."""
+    return _import_page()
+
+
+@bp.post("/posts/import")
+@require_role(Role.MARKETER)
+@takes_upload
+def import_upload():
+    """A CSV file's dry run: every line's fate, and buttons to make the accepted posts as drafts or approved."""
+    v = viewer()
+    rt = runtime()
+    try:
+        upload = request.files.get("file")
+        if upload is None or not upload.filename:
+            raise InvalidInput("Choose a CSV file to upload.", field="file", code="missing")
+        report = dry_run(upload.read(), PostImport(clock=rt.clock, policy=rt.policy), workspace_id=v.workspace.id,
+                         target=IMPORT_TARGET, actor=v.actor, clock=rt.clock, policy=rt.policy)
+    except DomainError as error:
+        return _import_page(error=error, status=error.status)
+    return _import_page(report=report)
+
+
+@bp.post("/posts/imports/<import_id>/commit")
+@require_role(Role.MARKETER)
+def import_commit(import_id: str):
+    """Make exactly the posts the dry run promised, as drafts or approved, each re-checked."""
+    v = viewer()
+    rt = runtime()
+    choice = request.form.get("status")
+    try:
+        if choice not in ("draft", "approved"):
+            raise InvalidInput("Choose drafts or approved posts.", field="status", code="bad_status")
+        checker = PostImport(clock=rt.clock, policy=rt.policy, approve=choice == "approved")
+        result = commit(import_id, checker, workspace_id=v.workspace.id, target=IMPORT_TARGET, actor=v.actor,
+                        clock=rt.clock)
+    except DomainError as error:
+        return _import_page(error=error, status=error.status)
+    rt.announce_due(checker.new_rows)
+    return _import_page(result=dict(outcome=result, status=choice, queued=len(checker.new_rows)))

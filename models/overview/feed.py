@@ -1,0 +1,303 @@
+"""A workspace's iCalendar feed: what the calendar shows, for the past 30 and next 90 days, as RFC 5545.
+
+Read only. The shell finds the person's feed token (:mod:`models.accounts.feeds`) and
+hands this module the workspace, the time and a way to make dashboard links.
+
+| what                     | one event per                  | UID                                  | summary                          |
+|--------------------------|--------------------------------|--------------------------------------|----------------------------------|
+| a post (not archived)    | post, at its wall time         | ``post-<id>@host``                   | ``[approved] Fresh bread at nine`` |
+| a recurring occurrence   | rule and slot, minted or planned | ``rule-<id>-<slot>@host``          | ``[planned] rule #3: send_report`` |
+| an ad-hoc action         | row (a person's, not a post's) | ``action-<id>@host``                 | ``[queued] send_email via main`` |
+| drip sends               | campaign and local day (all day) | ``campaign-<id>-<date>@host``      | ``welcome: 1,240 sends [1,200 published, 40 queued]`` |
+
+Left out: archived posts, cancelled rows, a post's own rows (its event says how its targets
+went), and Tickwork's own notifications (origin ``system``).
+
+UIDs follow the thing, not the row: a moved post, or a rescheduled occurrence, keeps its
+UID, so a calendar app moves the event instead of showing two. No event carries a target
+address (an email, a phone), a channel secret or a payload beyond its title: the summary
+names a channel by its name, an action by its ``title`` (else its type).
+"""
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+from icalendar import Calendar, Event, Timezone
+from sqlalchemy import and_, case, func, select
+from sqlalchemy.orm import Session
+
+from models.actions.tables import Origin, ScheduledAction, Status
+from models.channels.reading import channel_names
+from models.channels.tables import Channel
+from models.core.policy import Policy
+from models.drips.tables import Campaign, Enrollment, EnrollmentStatus, Send
+from models.posts.reading import delivery_of, list_posts, post_rows
+from models.posts.tables import PostStatus, PostTarget, post_id_of
+from models.recurring.reading import rule_recurrence
+from models.recurring.tables import RecurringSchedule, RuleStatus, rule_id_of, slot_of
+from models.timing.recurrence import RecurrenceError
+from models.timing.wall_time import InvalidTimezone, resolve_wall_time, to_local
+
+PAST_DAYS = 30
+AHEAD_DAYS = 90
+# What a feed may hold at most of each kind, so a busy workspace's feed stays a feed.
+MAX_POSTS = 5000
+MAX_ACTIONS = 5000
+MAX_PLANNED = 5000
+TITLE_LENGTH = 60
+EVENT_LENGTH = timedelta(minutes=15)
+SHOWN = (Status.QUEUED.value, Status.SUBMITTED.value, Status.PUBLISHED.value, Status.FAILED.value)
+PRODID = "-//Tickwork//Calendar feed//EN"
+
+# (kind, ref) -> an absolute dashboard address: ("post", 12), ("rule", 3), ("action", 55), ("campaign", 4).
+LinkMaker = Callable[[str, int], str]
+
+
+@dataclass(frozen=True)
+class FeedEvent:
+    """One event of the feed, before it is written as iCalendar."""
+
+    uid: str  # the part before "@host"
+    summary: str
+    start: datetime | date  # aware, or a date for an all-day event
+    kind: str  # what ``ref`` is, for the link back
+    ref: int
+    description: str = ""
+    sequence: int = 0
+    tentative: bool = False  # a draft, or an occurrence not minted yet
+
+
+@dataclass
+class FeedWindow:
+    """The local days the feed covers, and their UTC bounds."""
+
+    first: date
+    last: date  # inclusive
+    start: datetime
+    end: datetime
+
+
+def feed_window(now: datetime, zone: str) -> FeedWindow:
+    """From the local day 30 days before today to the local day 90 days after it, in ``zone``."""
+    today = to_local(now, zone).date()
+    first, last = today - timedelta(days=PAST_DAYS), today + timedelta(days=AHEAD_DAYS)
+    return FeedWindow(first, last, resolve_wall_time(first, time(0), zone).instant,
+                      resolve_wall_time(last + timedelta(days=1), time(0), zone).instant)
+
+
+def _title(text: str) -> str:
+    """The first line of ``text``, cut to a title's length."""
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= TITLE_LENGTH else line[:TITLE_LENGTH - 1] + "…"
+
+
+def _action_title(payload, action_type: str) -> str:
+    """An action's title: its payload's ``title`` when it has one, else its type; never more of the payload."""
+    title = payload.get("title") if isinstance(payload, dict) else None
+    return _title(title) if isinstance(title, str) and title.strip() else action_type
+
+
+def post_events(session: Session, workspace_id: int, window: FeedWindow, zone: str) -> list[FeedEvent]:
+    """Every post in the window but archived ones, at its wall time, with its targets' delivery."""
+    posts = list_posts(session, workspace_id, start=window.first, end=window.last,
+                       statuses=[PostStatus.DRAFT.value, PostStatus.APPROVED.value, PostStatus.PUBLISHED.value],
+                       limit=MAX_POSTS)
+    ids = [post.id for post in posts]
+    rows = post_rows(session, workspace_id, ids)
+    targets_of: dict[int, list[str]] = defaultdict(list)
+    for start in range(0, len(ids), 500):  # one query per 500 posts, not one per post
+        for post_id, name in session.execute(
+                select(PostTarget.post_id, Channel.name).join(Channel, Channel.id == PostTarget.channel_id)
+                .where(PostTarget.post_id.in_(ids[start:start + 500])).order_by(PostTarget.post_id, PostTarget.id)):
+            targets_of[post_id].append(name)
+    events = []
+    for post in posts:
+        targets = targets_of[post.id]
+        delivery = delivery_of(targets, rows[post.id])
+        start = resolve_wall_time(post.wall_date, post.wall_time, zone).local
+        lines = [f"Post #{post.id}, {post.status}.", f"Targets: {', '.join(targets)}."]
+        if post.status != PostStatus.DRAFT.value:
+            lines.append(f"Delivery: {delivery.label}.")
+        events.append(FeedEvent(uid=f"post-{post.id}", summary=f"[{post.status}] {_title(post.body)}", start=start,
+                                kind="post", ref=post.id, description="\n".join(lines), sequence=post.revision,
+                                tentative=post.status == PostStatus.DRAFT.value))
+    return events
+
+
+def action_events(session: Session, workspace_id: int, window: FeedWindow, zone: str) -> list[FeedEvent]:
+    """Rows that are not a post's: recurring occurrences (by rule and slot) and a person's ad-hoc actions."""
+    rows = session.scalars(
+        select(ScheduledAction).where(
+            ScheduledAction.workspace_id == workspace_id, ScheduledAction.publish_at >= window.start,
+            ScheduledAction.publish_at < window.end, ScheduledAction.status.in_(SHOWN),
+            ScheduledAction.origin.in_([Origin.RECURRING.value, Origin.PERSON.value]))
+        .order_by(ScheduledAction.publish_at, ScheduledAction.id).limit(MAX_ACTIONS))
+    names = channel_names(session, workspace_id)
+    events = []
+    for row in rows:
+        if post_id_of(row.thing_id) is not None:
+            continue  # Post now: its post's event says how it went
+        start = to_local(row.publish_at, zone)
+        channel = names.get(row.channel_id, "a channel")
+        title = _action_title(row.payload, row.action_type)
+        rule_id, slot = rule_id_of(row.thing_id), slot_of(row.thing_id)
+        if rule_id is not None and slot is not None:
+            events.append(FeedEvent(
+                uid=f"rule-{rule_id}-{slot}", summary=f"[{row.status}] rule #{rule_id}: {title}", start=start,
+                kind="action", ref=row.id,
+                description=f"Occurrence {slot} of recurring rule #{rule_id} via {channel}; action #{row.id}, "
+                            f"{row.status}."))
+        else:
+            events.append(FeedEvent(
+                uid=f"action-{row.id}", summary=f"[{row.status}] {title} via {channel}", start=start, kind="action",
+                ref=row.id, description=f"Action #{row.id} ({row.action_type}) via {channel}, {row.status}."))
+    return events
+
+
+def planned_occurrence_events(session: Session, workspace_id: int, window: FeedWindow, zone: str,
+                              policy: Policy) -> list[FeedEvent]:
+    """Active rules' occurrences the expander has not minted yet, as the recurring wing previews them."""
+    events: list[FeedEvent] = []
+    rules = session.scalars(select(RecurringSchedule).where(
+        RecurringSchedule.workspace_id == workspace_id, RecurringSchedule.status == RuleStatus.ACTIVE.value)
+        .order_by(RecurringSchedule.id))
+    for rule in rules:
+        since = max(window.start, rule.last_materialized_at or rule.starts_at)
+        if since >= window.end:
+            continue
+        try:
+            occurrences = rule_recurrence(rule, zone, policy).occurrences_between(since, window.end)
+        except (InvalidTimezone, RecurrenceError):
+            continue  # the expander reports a rule that no longer reads
+        title = _action_title(rule.payload, rule.action_type)
+        for occurrence in occurrences[:MAX_PLANNED - len(events)]:
+            events.append(FeedEvent(uid=f"rule-{rule.id}-{occurrence.slot}",
+                                    summary=f"[planned] rule #{rule.id}: {title}", start=occurrence.local,
+                                    kind="rule", ref=rule.id, tentative=True,
+                                    description=f"Occurrence {occurrence.slot} of recurring rule #{rule.id}, "
+                                                "planned: not queued yet."))
+        if len(events) >= MAX_PLANNED:
+            break
+    return events
+
+
+def drip_day_events(session: Session, workspace_id: int, window: FeedWindow, zone: str) -> list[FeedEvent]:
+    """One all-day event per campaign and local day: its sends that day, minted or planned, counted by status."""
+    days = (window.last - window.first).days + 1
+    bounds = [resolve_wall_time(window.first + timedelta(days=n), time(0), zone).instant for n in range(days + 1)]
+    counts: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
+    names: dict[int, str] = {}
+    minted_day = case(*[(ScheduledAction.publish_at < bound, n) for n, bound in enumerate(bounds[1:])])
+    minted = session.execute(
+        select(Campaign.id, Campaign.name, minted_day.label("day"), ScheduledAction.status, func.count())
+        .select_from(ScheduledAction)
+        .join(Send, Send.attempt_id == ScheduledAction.id)
+        .join(Enrollment, Enrollment.id == Send.enrollment_id)
+        .join(Campaign, Campaign.id == Enrollment.campaign_id)
+        .where(ScheduledAction.workspace_id == workspace_id, ScheduledAction.origin == Origin.DRIP.value,
+               ScheduledAction.publish_at >= window.start, ScheduledAction.publish_at < window.end,
+               ScheduledAction.status.in_(SHOWN))
+        .group_by(Campaign.id, Campaign.name, minted_day, ScheduledAction.status))
+    planned_day = case(*[(Enrollment.next_send_at < bound, n) for n, bound in enumerate(bounds[1:])])
+    planned = session.execute(
+        select(Campaign.id, Campaign.name, planned_day.label("day"), func.count())
+        .select_from(Enrollment).join(Campaign, Campaign.id == Enrollment.campaign_id)
+        .where(and_(Enrollment.workspace_id == workspace_id, Enrollment.status == EnrollmentStatus.ACTIVE.value,
+                    Enrollment.waiting_send_id.is_(None), Enrollment.next_send_at >= window.start,
+                    Enrollment.next_send_at < window.end))
+        .group_by(Campaign.id, Campaign.name, planned_day))
+    for campaign_id, name, index, status, count in minted:
+        if index is not None:
+            names[campaign_id] = name
+            counts[(campaign_id, index)][status] = count
+    for campaign_id, name, index, count in planned:
+        if index is not None:
+            names[campaign_id] = name
+            counts[(campaign_id, index)]["planned"] = count
+    order = ("published", "failed", "submitted", "queued", "planned")
+    events = []
+    for (campaign_id, index), by_status in sorted(counts.items()):
+        day = window.first + timedelta(days=index)
+        total = sum(by_status.values())
+        breakdown = ", ".join(f"{by_status[s]:,} {s}" for s in order if by_status.get(s))
+        events.append(FeedEvent(uid=f"campaign-{campaign_id}-{day.isoformat()}",
+                                summary=f"{_title(names[campaign_id])}: {total:,} send{'' if total == 1 else 's'} "
+                                        f"[{breakdown}]",
+                                start=day, kind="campaign", ref=campaign_id,
+                                description=f"Drip campaign #{campaign_id} on {day.isoformat()}: {breakdown}."))
+    return events
+
+
+@dataclass
+class Feed:
+    """A workspace's feed events, in start order."""
+
+    workspace_name: str
+    zone: str
+    window: FeedWindow
+    events: list[FeedEvent] = field(default_factory=list)
+
+
+def build_feed(session: Session, workspace_id: int, workspace_name: str, zone: str, *, now: datetime,
+               policy: Policy) -> Feed:
+    """Every event of the workspace's feed as of ``now``."""
+    window = feed_window(now, zone)
+    events = (post_events(session, workspace_id, window, zone) + action_events(session, workspace_id, window, zone)
+              + planned_occurrence_events(session, workspace_id, window, zone, policy)
+              + drip_day_events(session, workspace_id, window, zone))
+    seen: set[str] = set()
+    unique = []
+    for event in events:  # a slot minted and planned at once (a pass between two reads) is one
+        if event.uid not in seen:
+            seen.add(event.uid)
+            unique.append(event)
+    unique.sort(key=lambda e: (_sort_instant(e.start, zone), e.uid))
+    return Feed(workspace_name, zone, window, unique)
+
+
+def _sort_instant(start: datetime | date, zone: str) -> datetime:
+    if isinstance(start, datetime):
+        return start.astimezone(timezone.utc)
+    return resolve_wall_time(start, time(0), zone).instant
+
+
+def render_ics(feed: Feed, *, host: str, link: LinkMaker, now: datetime) -> bytes:
+    """The feed as an iCalendar document, with the workspace's VTIMEZONE; every event links back to the dashboard."""
+    calendar = Calendar()
+    calendar.add("prodid", PRODID)
+    calendar.add("version", "2.0")
+    calendar.add("calscale", "GREGORIAN")
+    calendar.add("method", "PUBLISH")
+    calendar.add("x-wr-calname", f"Tickwork · {feed.workspace_name}")
+    calendar.add("x-wr-timezone", feed.zone)
+    calendar.add("refresh-interval", timedelta(minutes=30), parameters={"VALUE": "DURATION"})
+    calendar.add("x-published-ttl", "PT30M")
+    zone = ZoneInfo(feed.zone)
+    for item in feed.events:
+        event = Event()
+        event.add("uid", f"{item.uid}@{host}")
+        event.add("dtstamp", now)
+        event.add("summary", item.summary)
+        if isinstance(item.start, datetime):
+            start = item.start.astimezone(zone)
+            event.add("dtstart", start)
+            event.add("dtend", start + EVENT_LENGTH)
+        else:
+            event.add("dtstart", item.start)
+            event.add("dtend", item.start + timedelta(days=1))
+            event.add("transp", "TRANSPARENT")
+        url = link(item.kind, item.ref)
+        event.add("url", url)
+        event.add("description", f"{item.description}\n{url}" if item.description else url)
+        event.add("sequence", item.sequence)
+        event.add("status", "TENTATIVE" if item.tentative else "CONFIRMED")
+        calendar.add_component(event)
+    calendar.add_missing_timezones(first_date=feed.window.first - timedelta(days=366),
+                                   last_date=feed.window.last + timedelta(days=366))
+    if not calendar.walk("VTIMEZONE"):  # an empty feed still names its zone
+        calendar.add_component(Timezone.from_tzid(feed.zone, first_date=feed.window.first - timedelta(days=366),
+                                                  last_date=feed.window.last + timedelta(days=366)))
+    return calendar.to_ical()
