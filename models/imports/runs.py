@@ -15,16 +15,17 @@ and the clock's own writes go in between.
 The commit applies the lines the dry run accepted, and only those, each re-checked as it is
 applied: a line whose fate changed since (the contact unsubscribed meanwhile, say) is
 reported in ``changed`` with its fate then and now. A commit runs once: a second one answers
-409 while the first runs, and the first one's result afterwards.
+409 while the first runs, and the first one's result afterwards; a commit whose process died
+is finished by the next one, which applies only the lines the first did not.
 """
 
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import and_, delete, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
@@ -38,6 +39,8 @@ from models.timing.clock import Clock
 
 CHECK_BATCH = 1000
 APPLY_BATCH = 500
+# A commit that has applied no batch for this long died (its process was killed); the next commit takes it over.
+STALE_COMMIT = timedelta(minutes=2)
 _PURGE_BATCH = 5000
 MALFORMED = "malformed"
 
@@ -177,24 +180,39 @@ def _find(session: Session, import_id: str, checker: LineChecker, workspace_id: 
 
 def commit(import_id: str, checker: LineChecker, *, workspace_id: int, target: str, actor: Actor, clock: Clock,
            engine: Engine | None = None) -> Committed:
-    """Apply exactly the lines the dry run ``import_id`` accepted, re-checking each; report those whose fate changed."""
+    """Apply exactly the lines the dry run ``import_id`` accepted, re-checking each; report those whose fate changed.
+
+    A commit whose process died (a web worker killed on its timeout, say) is taken over by the
+    next one once it has been still for :data:`STALE_COMMIT`: the lines it applied are marked in
+    the same transactions that applied them, so the taker applies only the others.
+    """
     now = clock.now()
     with write_session(engine) as session:
         staged = _find(session, import_id, checker, workspace_id, target, now)
+        takeable = or_(CsvImport.status == ImportStatus.STAGED.value,
+                       and_(CsvImport.status == ImportStatus.COMMITTING.value,
+                            CsvImport.updated_at <= now - STALE_COMMIT))
         moved = session.execute(
-            update(CsvImport).where(CsvImport.id == staged.id, CsvImport.status == ImportStatus.STAGED.value)
+            update(CsvImport).where(CsvImport.id == staged.id, takeable)
             .values(status=ImportStatus.COMMITTING.value, updated_at=now).returning(CsvImport.id)).one_or_none()
         status = staged.status
     if moved is None:
         if status == ImportStatus.COMMITTED.value:
             return _result(import_id, engine)
         raise Conflict(f"import {import_id} is being committed", code="import_committing", field="import_id")
-    after = 0
+    stamp, after = now, 0
     while True:
         with write_session(engine) as session:
+            # Still ours? A commit still for STALE_COMMIT may have been taken over; the row lock
+            # (or SQLite's one writer) orders this batch after any taker's.
+            fresh = clock.now()
+            if session.execute(update(CsvImport).where(CsvImport.id == import_id, CsvImport.updated_at == stamp)
+                               .values(updated_at=fresh)).rowcount != 1:
+                raise Conflict(f"import {import_id} is being committed", code="import_committing", field="import_id")
+            stamp = fresh
             batch = list(session.scalars(
                 select(CsvImportLine).where(CsvImportLine.import_id == import_id, CsvImportLine.accepted.is_(True),
-                                            CsvImportLine.line_number > after)
+                                            CsvImportLine.committed_fate.is_(None), CsvImportLine.line_number > after)
                 .order_by(CsvImportLine.line_number).limit(APPLY_BATCH)))
             if not batch:
                 break

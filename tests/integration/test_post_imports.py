@@ -189,3 +189,42 @@ def test_a_file_is_read_in_batches_with_duplicates_found_across_them(app, client
                             json={"status": "draft"})
     assert committed.json["created"] == 7 and _count(app, Post) == 7
     assert committed.json["counts"] == {"schedule": 7}
+
+
+def test_a_commit_whose_process_died_is_finished_by_the_next_one_without_doubling_a_line(app, client, world, clock,
+                                                                                        monkeypatch):
+    from models.core.moves import Actor
+    from models.core.runtime import runtime
+    from models.imports import runs
+    from models.posts.import_csv import PostImport
+
+    _add_channel(app, world, "toots", kind="mastodon")
+    report = _upload(client, world, FILE).json
+    monkeypatch.setattr(runs, "APPLY_BATCH", 1)
+
+    class DiesAfterTheFirstBatch(PostImport):
+        batches = 0
+
+        def apply(self, *args, **kwargs):
+            DiesAfterTheFirstBatch.batches += 1
+            if DiesAfterTheFirstBatch.batches == 2:
+                raise SystemExit("the web worker was killed")
+            return super().apply(*args, **kwargs)
+
+    with app.app_context():
+        rt = runtime()
+        checker = DiesAfterTheFirstBatch(clock=rt.clock, policy=rt.policy, approve=True)
+        try:
+            runs.commit(report["import_id"], checker, workspace_id=world.workspace_id, target="workspace",
+                        actor=Actor(label="user:marketer", user_id=world.users["marketer"]), clock=rt.clock)
+        except SystemExit:
+            pass
+    assert _count(app, Post) == 1
+    url = f"/api/v1/posts/imports/{report['import_id']}/commit"
+    busy = client.post(url, headers=world.auth("marketer"), json={"status": "approved"})
+    assert busy.status_code == 409 and busy.json["error"]["code"] == "import_committing"
+    clock.advance(seconds=(runs.STALE_COMMIT.total_seconds() + 1))
+    finished = client.post(url, headers=world.auth("marketer"), json={"status": "approved"})
+    assert finished.status_code == 200, finished.json
+    assert finished.json["created"] == 4 and finished.json["changed"] == []
+    assert _count(app, Post) == 4 and _count(app, ScheduledAction, ScheduledAction.status == "queued") == 5
