@@ -38,6 +38,23 @@ def test_every_api_route_is_documented_and_every_documented_route_is_served(app)
     assert documented(app) == served(app)
 
 
+def test_every_create_honours_an_idempotency_key_and_says_so(app):
+    """A POST that answers 201 or 202 creates something: it wears @idempotent, and the document lists the header."""
+    spec = app.test_client().get(DOCUMENT).json
+    honouring = set()
+    for rule in app.url_map.iter_rules():
+        if getattr(app.view_functions[rule.endpoint], "honours_idempotency_key", False):
+            honouring.add(re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule.rule))
+    said, creates = set(), set()
+    for path, method, operation in _operations(spec):
+        if any(p.get("name") == "Idempotency-Key" for p in operation.get("parameters", [])):
+            said.add(path)
+        if method == "post" and {"201", "202"} & set(operation["responses"]):
+            creates.add(path)
+    assert creates <= honouring, creates - honouring
+    assert honouring == said
+
+
 def _operations(spec):
     for path, item in spec["paths"].items():
         for method, operation in item.items():

@@ -43,6 +43,7 @@ from models.drips.tables import CampaignStatus, CampaignVersion, ContactStatus, 
 from models.drips.schedule import contact_zone
 from models.channels.reading import channel_names
 from models.imports.runs import commit, dry_run
+from webapp.api.idempotency import idempotent
 from webapp.api.parsing import json_body, query_limit
 from webapp.api.serialize import iso
 from webapp.api.spec import (
@@ -171,6 +172,7 @@ def enrollment_detail(session, enrollment) -> dict:
 
 
 @bp.post("/campaigns")
+@idempotent
 def create_campaign():
     """Create a draft campaign with its steps."""
     caller = api_caller()
@@ -264,6 +266,7 @@ def archive(campaign_id: int):
 
 
 @bp.post("/campaigns/<int:campaign_id>/enrollments")
+@idempotent
 def enroll(campaign_id: int):
     """Enroll one contact; a first step due now is minted at once."""
     caller = api_caller()
@@ -340,6 +343,7 @@ def commit_report(result) -> dict:
 
 @bp.post("/campaigns/<int:campaign_id>/enrollments.csv")
 @takes_upload
+@idempotent
 def enroll_csv(campaign_id: int):
     """Enroll from a CSV file; ``?dry_run=1`` answers the per-line report and an ``import_id`` to commit."""
     caller = api_caller()
@@ -359,6 +363,7 @@ def enroll_csv(campaign_id: int):
 
 
 @bp.post("/campaigns/<int:campaign_id>/imports/<import_id>/commit")
+@idempotent
 def commit_import(campaign_id: int, import_id: str):
     """Enroll exactly the lines the dry run accepted, re-checking each; list those whose fate changed."""
     caller = api_caller()
@@ -373,6 +378,7 @@ def commit_import(campaign_id: int, import_id: str):
 
 
 @bp.post("/contacts")
+@idempotent
 def create_contact():
     """A contact with an email and/or a phone."""
     caller = api_caller()
@@ -648,8 +654,10 @@ OPENAPI = {
         },
         "/api/v1/campaigns/{campaign_id}/enrollments.csv": {
             "parameters": [row_id("campaign_id")],
-            "post": {"summary": "Enroll from a CSV file (up to 20 MiB); `dry_run=1` answers the report to commit",
-                     "parameters": [{"name": "dry_run", "in": "query", "schema": {"enum": ["1", "true", "0"]}}],
+            "post": {"summary": "Enroll from a CSV file (up to 20 MiB); `dry_run=1` answers the report to commit "
+                                "(honours Idempotency-Key)",
+                     "parameters": [{"name": "dry_run", "in": "query", "schema": {"enum": ["1", "true", "0"]}},
+                                    IDEMPOTENCY_KEY],
                      "requestBody": {"required": True, "content": {
                          "text/csv": {"schema": {"type": "string"}},
                          "multipart/form-data": {"schema": {"type": "object", "required": ["file"],
@@ -662,7 +670,9 @@ OPENAPI = {
         "/api/v1/campaigns/{campaign_id}/imports/{import_id}/commit": {
             "parameters": [row_id("campaign_id"),
                            {"name": "import_id", "in": "path", "required": True, "schema": {"type": "string"}}],
-            "post": {"summary": "Enroll exactly the lines the dry run accepted, re-checking each",
+            "post": {"summary": "Enroll exactly the lines the dry run accepted, re-checking each "
+                                "(honours Idempotency-Key)",
+                     "parameters": [IDEMPOTENCY_KEY],
                      "responses": {"200": response_of("What the commit did.", ref("ImportCommit")),
                                    **errors("404", "409", "422")}},
         },

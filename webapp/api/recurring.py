@@ -24,6 +24,7 @@ from models.recurring.reading import get_rule, list_rules, local_wall, rule_even
 from models.recurring.tables import Misfire, RuleStatus
 from models.timing.recurrence import Occurrence, RecurrenceError
 from models.timing.wall_time import InvalidTimezone
+from webapp.api.idempotency import idempotent
 from webapp.api.parsing import json_body, parse_instant, query_limit
 from webapp.api.serialize import action_json, iso
 from webapp.api.spec import (
@@ -115,6 +116,7 @@ def _answer(session, change, caller, *, status: int = 200, detail: bool = True):
 
 
 @bp.post("")
+@idempotent
 def create():
     """Create a recurring rule; its next 14 days are queued at once."""
     caller = api_caller()
@@ -242,6 +244,7 @@ def end(rule_id: int):
 
 
 @bp.post("/<int:rule_id>/run")
+@idempotent
 def run(rule_id: int):
     """Run Now: one row due now, beside the rule's window; answers that row."""
     caller = api_caller()
@@ -394,7 +397,8 @@ OPENAPI = {
             ("end", "End a rule for good (ops; optional note)", _NOTE_BODY))},
         "/api/v1/recurring/{rule_id}/run": {
             "parameters": [row_id("rule_id")],
-            "post": {"summary": "Run Now: one row due now, beside the rule's window",
+            "post": {"summary": "Run Now: one row due now, beside the rule's window (honours Idempotency-Key)",
+                     "parameters": [IDEMPOTENCY_KEY],
                      "requestBody": {"required": False, **json_content(_EMPTY_BODY)},
                      "responses": {"201": response_of("The row, with its rule's id.", {
                          "allOf": [_ACTION, {"type": "object", "required": ["rule_id"],

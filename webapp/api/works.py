@@ -52,6 +52,7 @@ from models.works.tables import (
     Work,
     WorkRun,
 )
+from webapp.api.idempotency import idempotent
 from webapp.api.parsing import json_body, query_limit
 from webapp.api.serialize import iso
 from webapp.api.spec import (
@@ -205,6 +206,7 @@ def delete(work_id: int):
 
 
 @seed.post("/<int:work_id>/schedule/run")
+@idempotent
 def run(work_id: int):
     """Run Now: a generation starts at once; 409 while one is running."""
     caller = api_caller()
@@ -262,6 +264,7 @@ def callback(token: str):
 
 
 @bp.post("")
+@idempotent(sealed=("secret",))
 def create():
     """Create a work: ``name``, ``pipeline`` (an installed pipeline plugin) and its ``settings``."""
     caller = api_caller()
@@ -439,7 +442,9 @@ OPENAPI = {
         },
         "/api/works/{work_id}/schedule/run": {
             "parameters": [row_id("work_id")],
-            "post": {"summary": "Run Now (ops): a generation starts at once; 409 while one is running",
+            "post": {"summary": "Run Now (ops): a generation starts at once; 409 while one is running "
+                                "(honours Idempotency-Key)",
+                     "parameters": [IDEMPOTENCY_KEY],
                      "responses": {"202": response_of("Started.", {
                          "type": "object", "required": ["run", "schedule"],
                          "properties": {"run": _RUN, "schedule": _SCHEDULE}}),
@@ -463,7 +468,8 @@ OPENAPI = {
                          **errors("400", "401", "404", "409", "413", "422")}},
         },
         "/api/v1/works": {
-            "post": {"summary": "Create a work (ops); its signing secret is answered once (honours Idempotency-Key)",
+            "post": {"summary": "Create a work (ops); its signing secret is answered once, and to a replay "
+                                "(honours Idempotency-Key)",
                      "parameters": [IDEMPOTENCY_KEY],
                      "requestBody": {"required": True, **json_content(ref("NewWork"), {
                          "name": "Weekly digest", "pipeline": "log", "settings": {"seconds": 0}})},
