@@ -347,7 +347,8 @@ OPENAPI = {
                     "action_type": "send_email", "channel": "main", "target_key": "team@example.com",
                     "payload": {"subject": "Standup on {{ occurrence.local_date }}"},
                     "rrule": "FREQ=WEEKLY;BYDAY=MO,WE", "starts_local": "2027-01-04T09:00"})},
-                "responses": {"201": response_of("The rule, active.", _RULE_ANSWER), **errors("400", "409", "413", "422")},
+                "responses": {"201": response_of("The rule, active.", _RULE_ANSWER),
+                              **errors("400", "409", "413", "422")},
             },
             "get": {
                 "summary": "List the workspace's rules by id",

@@ -411,7 +411,8 @@ OPENAPI = {
                 "deleted_at": MAYBE_INSTANT,
                 "schedule": _SCHEDULE,
                 "runs": {"type": "array", "items": _RUN},
-                "secret": {"type": "string", "description": "shown once, on create: the webhook pipeline signs with it"},
+                "secret": {"type": "string",
+                           "description": "shown once, on create: the webhook pipeline signs with it"},
             },
         },
         "NewWork": {
@@ -420,7 +421,8 @@ OPENAPI = {
             "additionalProperties": False,
             "properties": {
                 "name": {"type": "string", "minLength": 1, "maxLength": 100},
-                "pipeline": {"type": "string", "minLength": 1, "description": "an installed pipeline plugin (log, webhook)"},
+                "pipeline": {"type": "string", "minLength": 1,
+                             "description": "an installed pipeline plugin (log, webhook)"},
                 "settings": nullable({"type": "object", "maxProperties": MAX_SETTINGS_KEYS,
                                       "description": "checked by the pipeline"}),
             },
