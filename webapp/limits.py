@@ -31,8 +31,15 @@ def _failed(response) -> bool:
 
 
 def _token() -> str:
-    """The bearer token, hashed: the raw token is never kept, not even as a counter's key."""
-    return "token:" + hashlib.sha256(request.headers.get("Authorization", "").encode("utf-8", "replace")).hexdigest()
+    """The bearer token, hashed: the raw token is never kept, not even as a counter's key.
+
+    A request without one (a public pipeline callback, or a client that forgot it) counts
+    against its address, so callers without a token do not share one bucket.
+    """
+    given = request.headers.get("Authorization", "")
+    if not given:
+        return "token-less:" + get_remote_address()
+    return "token:" + hashlib.sha256(given.encode("utf-8", "replace")).hexdigest()
 
 
 def init_app(app: Flask) -> None:
@@ -49,8 +56,9 @@ def init_app(app: Flask) -> None:
                                 key_func=_signin_address, methods=["POST"], deduct_when=_failed,
                                 error_message=SIGNIN_REFUSED)
     app.view_functions["pages.login"] = per_account(per_address(app.view_functions["pages.login"]))
-    per_token = limiter.limit(lambda: current_app.config["TICKWORK_API_RATE_LIMIT"], key_func=_token,
-                              error_message=API_REFUSED)
+    # One count per token across every API route and blueprint (a plain limit would count each route apart).
+    per_token = limiter.shared_limit(lambda: current_app.config["TICKWORK_API_RATE_LIMIT"], scope="api",
+                                     key_func=_token, error_message=API_REFUSED)
     for blueprint in app.blueprints.values():
         if (blueprint.url_prefix or "").startswith("/api/"):
             per_token(blueprint)

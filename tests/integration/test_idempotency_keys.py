@@ -1,7 +1,9 @@
 """Idempotency-Key as the IETF draft has it: a create runs once per key; a key reused for another
 request is a 422; a key whose first request is still in flight is a 409; keys expire."""
 
+import json
 
+import pytest
 from sqlalchemy import func, select
 
 from models.accounts import idempotency
@@ -94,3 +96,138 @@ def test_post_creation_honours_the_key_too(app, client, world):
     first, again = (client.post("/api/v1/posts", json=post, headers=headers) for _ in range(2))
     assert (first.status_code, again.status_code, again.headers.get("Idempotent-Replayed")) == (201, 201, "true")
     assert _rows(app, Post) == 1
+
+
+# -- every create of the wings honours the key -------------------------------------------------
+
+@pytest.fixture
+def app_config(app_config):
+    app_config["TICKWORK_BASE_URL"] = "https://tickwork.example"  # activating an email campaign needs it
+    return app_config
+
+
+def _id(response) -> int:
+    assert response.status_code == 201, response.json
+    return response.json["id"]
+
+
+@pytest.fixture
+def wing(app, client, world):
+    """One of each object the wings' creates start from, made through the API."""
+    admin = world.auth("admin")
+    rule = _id(client.post("/api/v1/recurring", headers=admin, json={
+        "action_type": "send_email", "channel": "main", "target_key": "ops@example.com", "payload": {},
+        "rrule": "FREQ=DAILY", "starts_local": "2027-01-04T08:00"}))
+    work = _id(client.post("/api/v1/works", headers=admin, json={"name": "Digest", "pipeline": "log"}))
+    campaign = _id(client.post("/api/v1/campaigns", headers=admin, json={
+        "name": "Onboarding", "channel": "main", "steps": [{"delay": "P1D", "subject": "Hi", "body": "Hello"}]}))
+    assert client.post(f"/api/v1/campaigns/{campaign}/activate", headers=admin).status_code == 200
+    contacts = [_id(client.post("/api/v1/contacts", headers=admin, json={"email": f"c{n}@example.com"}))
+                for n in range(2)]
+    dry = client.post(f"/api/v1/campaigns/{campaign}/enrollments.csv?dry_run=1", headers=admin,
+                      data=b"email\nfrom-file@example.com\n", content_type="text/csv")
+    assert dry.status_code == 200, dry.json
+    return {"rule_id": rule, "work_id": work, "campaign_id": campaign, "contacts": contacts,
+            "import_id": dry.json["import_id"]}
+
+
+def _json(value) -> tuple[bytes, str]:
+    return json.dumps(value).encode(), "application/json"
+
+
+def _csv(text: str) -> tuple[bytes, str]:
+    return text.encode(), "text/csv"
+
+
+# (route, the request, another request, the table a create adds to)
+WING_CREATES = {
+    "a recurring rule": ("/api/v1/recurring", lambda w: _json({
+        "action_type": "send_email", "channel": "main", "target_key": "team@example.com", "payload": {},
+        "rrule": "FREQ=WEEKLY;BYDAY=MO", "starts_local": "2027-01-04T09:00"}),
+        lambda w: _json({"action_type": "send_email", "channel": "main", "target_key": "other@example.com",
+                         "payload": {}, "rrule": "FREQ=WEEKLY;BYDAY=MO", "starts_local": "2027-01-04T09:00"}),
+        "RecurringSchedule"),
+    "a rule's Run Now": ("/api/v1/recurring/{rule_id}/run", lambda w: (b"", "application/json"),
+                         lambda w: _json({}), "ScheduledAction"),
+    "a work": ("/api/v1/works", lambda w: _json({"name": "Weekly", "pipeline": "log"}),
+               lambda w: _json({"name": "Monthly", "pipeline": "log"}), "Work"),
+    "a work's Run Now": ("/api/works/{work_id}/schedule/run", lambda w: (b"", "application/json"),
+                         lambda w: _json({}), "WorkRun"),
+    "a campaign": ("/api/v1/campaigns", lambda w: _json({
+        "name": "Welcome", "channel": "main", "steps": [{"delay": "PT0S", "subject": "Hi", "body": "Hello"}]}),
+        lambda w: _json({"name": "Farewell", "channel": "main",
+                         "steps": [{"delay": "PT0S", "subject": "Bye", "body": "Bye"}]}), "Campaign"),
+    "a contact": ("/api/v1/contacts", lambda w: _json({"email": "grace@example.com"}),
+                  lambda w: _json({"email": "alan@example.com"}), "Contact"),
+    "an enrollment": ("/api/v1/campaigns/{campaign_id}/enrollments",
+                      lambda w: _json({"contact_id": w["contacts"][0]}),
+                      lambda w: _json({"contact_id": w["contacts"][1]}), "Enrollment"),
+    "enrollments from a CSV file": ("/api/v1/campaigns/{campaign_id}/enrollments.csv",
+                                    lambda w: _csv("email\nx@example.com\n"),
+                                    lambda w: _csv("email\ny@example.com\n"), "Enrollment"),
+    "a CSV import's commit": ("/api/v1/campaigns/{campaign_id}/imports/{import_id}/commit",
+                              lambda w: (b"", "application/json"), lambda w: _json({}), "Enrollment"),
+}
+
+
+def _model(name: str):
+    from models.drips.tables import Campaign, Contact, Enrollment
+    from models.recurring.tables import RecurringSchedule
+    from models.works.tables import Work, WorkRun
+
+    return {"RecurringSchedule": RecurringSchedule, "ScheduledAction": ScheduledAction, "Work": Work,
+            "WorkRun": WorkRun, "Campaign": Campaign, "Contact": Contact, "Enrollment": Enrollment}[name]
+
+
+@pytest.mark.parametrize("what", list(WING_CREATES))
+def test_each_wing_create_runs_once_per_key_refuses_the_key_for_another_request_and_while_in_flight(
+        app, client, world, wing, what):
+    route, request, other, table = WING_CREATES[what]
+    url = route.format(**wing)
+    model = _model(table)
+
+    def send(key, made):
+        data, content_type = made(wing)
+        return client.post(url, data=data, content_type=content_type,
+                           headers={**world.auth("admin"), "Idempotency-Key": key})
+
+    before = _rows(app, model)
+    first = send("wing-1", request)
+    assert first.status_code in (200, 201, 202), first.json
+    made = _rows(app, model)
+    assert made > before
+    again = send("wing-1", request)
+    assert (again.status_code, again.json, again.headers.get("Idempotent-Replayed")) == (
+        first.status_code, first.json, "true")
+    reused = send("wing-1", other)
+    assert (reused.status_code, reused.json["error"]["code"]) == (422, "idempotency_key_reused")
+    assert _rows(app, model) == made
+
+    data, _ = request(wing)
+    with app.app_context(), write_session() as session:
+        token_id = session.scalar(select(ApiToken.id).where(ApiToken.user_id == world.users["admin"]))
+        idempotency.begin(session, workspace_id=world.workspace_id, token_id=token_id, key="wing-2",
+                          print_=idempotency.fingerprint("POST", url, data), now=runtime().now(),
+                          policy=runtime().policy)
+    busy = send("wing-2", request)
+    assert (busy.status_code, busy.json["error"]["code"]) == (409, "idempotency_key_in_flight")
+    assert _rows(app, model) == made
+
+
+def test_a_replayed_work_shows_its_secret_again_yet_the_kept_answer_holds_it_sealed(app, client, world):
+    headers = {**world.auth("admin"), "Idempotency-Key": "work-1"}
+    first = client.post("/api/v1/works", json={"name": "Site", "pipeline": "log"}, headers=headers)
+    again = client.post("/api/v1/works", json={"name": "Site", "pipeline": "log"}, headers=headers)
+    assert first.status_code == 201 and again.json["secret"] == first.json["secret"]
+    with app.app_context(), read_session() as session:
+        kept = session.scalar(select(IdempotencyKey.response_body).where(IdempotencyKey.key == "work-1"))
+    assert kept["id"] == first.json["id"] and first.json["secret"] not in json.dumps(kept)
+
+
+def test_a_dry_run_and_its_real_run_are_different_requests_for_a_key(app, client, world, wing):
+    headers = {**world.auth("admin"), "Idempotency-Key": "csv-1"}
+    url = f"/api/v1/campaigns/{wing['campaign_id']}/enrollments.csv"
+    assert client.post(url + "?dry_run=1", data=b"email\nz@example.com\n", content_type="text/csv",
+                       headers=headers).status_code == 200
+    real = client.post(url, data=b"email\nz@example.com\n", content_type="text/csv", headers=headers)
+    assert (real.status_code, real.json["error"]["code"]) == (422, "idempotency_key_reused")

@@ -106,3 +106,16 @@ def test_a_receiver_that_refuses_fails_the_run_with_its_words(app, client, world
     started = client.post(f"/api/works/{created['id']}/schedule/run", headers=world.auth("ops"))
     assert started.json["run"]["status"] == "failed"
     assert started.json["run"]["error"] == "the webhook receiver answered 401: bad token"
+
+
+def test_a_signed_but_hostile_callback_body_is_a_4xx_and_the_run_keeps_waiting(app, client, world, hooked):
+    started = client.post(f"/api/works/{hooked.work_id}/schedule/run", headers=world.auth("ops"))
+    token = json.loads(hooked.received[0][0])["run"]["token"]
+    assert started.status_code == 202
+    for raw, status in (("[" * 100_000 + "]" * 100_000, 422), ('{"status": "error", "error": "bad \\ud800"}', 422),
+                        ('{"status": "error", "error": NaN}', 400), ('{"status": 1e999}', 400)):
+        body = raw.encode()
+        signed = {"Content-Type": "application/json", "X-Tickwork-Signature": sign(hooked.secret, body)}
+        answer = client.post(f"/api/works/runs/{token}/callback", data=body, headers=signed)
+        assert answer.status_code == status and answer.json["error"]["code"], raw[:40]
+    assert runs(app, hooked.work_id)[0].status == "waiting"

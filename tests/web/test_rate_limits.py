@@ -82,3 +82,45 @@ def test_web_processes_share_their_counts_through_redis(app_config, world):
         for each in apps:
             with each.app_context():
                 db.engine.dispose()
+
+
+def _api_routes(app) -> list[tuple[str, str]]:
+    """Every API route from the URL map, with 1 for each of its ids, and one of its methods."""
+    import re
+
+    routes = []
+    for rule in app.url_map.iter_rules():
+        if rule.rule.startswith("/api/"):
+            url = re.sub(r"<(?:int:)?[^>]+>", "1", rule.rule)
+            routes.append((sorted(rule.methods - {"HEAD", "OPTIONS"})[0], url))
+    return routes
+
+
+def test_one_budget_per_token_covers_every_api_route_the_wings_included(app, world):
+    """Calls to any API route spend the token's one budget, and any API route refuses once it is spent."""
+    client = app.test_client()
+    routes = _api_routes(app)
+    wings = ("/api/v1/recurring", "/api/works/", "/api/v1/works", "/api/v1/campaigns", "/api/v1/contacts",
+             "/api/v1/enrollments")
+    for prefix in wings:
+        assert any(url.startswith(prefix) for _, url in routes), prefix
+    limiter = app.extensions["tickwork_limiter"]
+    for method, url in routes:
+        limiter.reset()
+        for spent in ("/api/v1/recurring", "/api/v1/works", "/api/v1/contacts"):  # the budget is four calls
+            assert client.get(spent, headers=world.auth("ops")).status_code == 200
+        assert client.get("/api/works/1/schedule", headers=world.auth("ops")).status_code == 404
+        refused = client.open(url, method=method, headers=world.auth("ops"))
+        assert refused.status_code == 429, (method, url, refused.status_code)
+        assert int(refused.headers["Retry-After"]) > 0 and refused.json["error"]["code"] == "too_many_requests"
+    assert client.get("/api/v1/campaigns", headers=world.auth("admin")).status_code == 200  # another token's budget
+
+
+def test_callers_without_a_token_do_not_share_one_budget_with_each_other(app, world):
+    client = app.test_client()
+    for _ in range(4):
+        assert client.post("/api/works/runs/nothing/callback", json={"status": "generated"}).status_code == 401
+    assert client.post("/api/works/runs/nothing/callback", json={"status": "generated"}).status_code == 429
+    other = client.post("/api/works/runs/nothing/callback", json={"status": "generated"},
+                        environ_base={"REMOTE_ADDR": "192.0.2.7"})
+    assert other.status_code == 401  # another address: its own budget

@@ -112,6 +112,7 @@ def cancel(action_id: int):
 
 
 @bp.post("/<int:action_id>/reschedule")
+@idempotent
 def reschedule(action_id: int):
     """Cancel a queued action and schedule its replacement at a new time."""
     caller = api_caller()
@@ -248,7 +249,9 @@ OPENAPI = {
         },
         "/api/v1/actions/{action_id}/reschedule": {
             "parameters": [row_id("action_id")],
-            "post": {"summary": "Cancel and schedule again at a new time, with lineage (ops)",
+            "post": {"summary": "Cancel and schedule again at a new time, with lineage (ops; honours Idempotency-Key)",
+                     "parameters": [{"name": "Idempotency-Key", "in": "header", "required": False,
+                                     "schema": {"type": "string", "minLength": 1, "maxLength": 255}}],
                      "requestBody": {"required": True, **json_content({"$ref": "#/components/schemas/NewTime"},
                                                                       {"local_time": "2027-01-06T10:30"})},
                      "responses": {"201": {"description": "The new row; rescheduled_from names the old.",

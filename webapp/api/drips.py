@@ -38,12 +38,26 @@ from models.drips.reading import (
     list_enrollments,
     version_steps,
 )
-from models.drips.tables import CampaignVersion, ContactStatus, EnrollmentStatus
+from models.drips.checks import MAX_ATTRIBUTES, MAX_CONTACT_NAME, MAX_NAME, MAX_STEPS
+from models.drips.tables import CampaignStatus, CampaignVersion, ContactStatus, EnrollmentStatus, OnFailure
 from models.drips.schedule import contact_zone
 from models.channels.reading import channel_names
 from models.imports.runs import commit, dry_run
+from webapp.api.idempotency import idempotent
 from webapp.api.parsing import json_body, query_limit
 from webapp.api.serialize import iso
+from webapp.api.spec import (
+    IDEMPOTENCY_KEY,
+    INSTANT,
+    MAYBE_INSTANT,
+    errors,
+    json_content,
+    nullable,
+    page_of,
+    ref,
+    response_of,
+    row_id,
+)
 from webapp.auth import api_caller
 from webapp.drip_runtime import base_url, follow, sending_context
 from webapp.uploads import takes_upload
@@ -158,6 +172,7 @@ def enrollment_detail(session, enrollment) -> dict:
 
 
 @bp.post("/campaigns")
+@idempotent
 def create_campaign():
     """Create a draft campaign with its steps."""
     caller = api_caller()
@@ -251,6 +266,7 @@ def archive(campaign_id: int):
 
 
 @bp.post("/campaigns/<int:campaign_id>/enrollments")
+@idempotent
 def enroll(campaign_id: int):
     """Enroll one contact; a first step due now is minted at once."""
     caller = api_caller()
@@ -327,6 +343,7 @@ def commit_report(result) -> dict:
 
 @bp.post("/campaigns/<int:campaign_id>/enrollments.csv")
 @takes_upload
+@idempotent
 def enroll_csv(campaign_id: int):
     """Enroll from a CSV file; ``?dry_run=1`` answers the per-line report and an ``import_id`` to commit."""
     caller = api_caller()
@@ -346,6 +363,7 @@ def enroll_csv(campaign_id: int):
 
 
 @bp.post("/campaigns/<int:campaign_id>/imports/<import_id>/commit")
+@idempotent
 def commit_import(campaign_id: int, import_id: str):
     """Enroll exactly the lines the dry run accepted, re-checking each; list those whose fate changed."""
     caller = api_caller()
@@ -360,6 +378,7 @@ def commit_import(campaign_id: int, import_id: str):
 
 
 @bp.post("/contacts")
+@idempotent
 def create_contact():
     """A contact with an email and/or a phone."""
     caller = api_caller()
@@ -425,3 +444,280 @@ def unsubscribe(contact_id: int):
         answer = contact_json(change.subject, caller.workspace.timezone)
     answer.update(change.counts)
     return jsonify(answer)
+
+
+# -- the document -----------------------------------------------------------------------------
+
+_TEXT_OR_NULL = {"type": ["string", "null"]}
+_ID_OR_NULL = {"type": ["integer", "null"]}
+_WINDOW = {"type": "object", "required": ["start", "end", "days"], "additionalProperties": False,
+           "description": "when sends may go, in the contact's zone",
+           "properties": {"start": {"type": "string", "pattern": r"^\d{2}:\d{2}$"},
+                          "end": {"type": "string", "pattern": r"^\d{2}:\d{2}$"},
+                          "days": {"type": "array", "minItems": 1, "uniqueItems": True,
+                                   "items": {"enum": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]}}}}
+_NEW_STEP = {"type": "object", "required": ["delay", "body"], "additionalProperties": False, "properties": {
+    "id": {"type": "integer", "minimum": 1, "description": "an existing step kept (on a change)"},
+    "delay": {"type": "string", "description": "an ISO 8601 duration from the previous step: P2D, PT30M, PT0S"},
+    "subject": nullable({"type": "string", "description": "required for email steps"}),
+    "body": {"type": "string", "minLength": 1},
+    "channel": nullable({"type": "string", "description": "a channel's name; the campaign's when null"}),
+    "send_window": nullable(_WINDOW)}}
+_CAMPAIGN_FIELDS = {
+    "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME},
+    "channel": {"type": "string", "minLength": 1, "maxLength": 63, "description": "a channel's name"},
+    "steps": {"type": "array", "minItems": 1, "maxItems": MAX_STEPS, "items": _NEW_STEP},
+    "send_window": nullable(_WINDOW),
+    "on_failure": {"enum": [choice.value for choice in OnFailure]},
+}
+_COUNTS = {"type": "object", "description": "where the campaign's enrollments are at this step"}
+_CAMPAIGN = ref("Campaign")
+_ENROLLMENT = ref("Enrollment")
+_CONTACT = ref("Contact")
+_CONTACT_FIELDS = {
+    "email": nullable({"type": "string", "format": "email"}),
+    "phone": nullable({"type": "string", "description": "E.164, like +15555550123"}),
+    "name": nullable({"type": "string", "maxLength": MAX_CONTACT_NAME}),
+    "timezone": nullable({"type": "string", "description": "an IANA zone; the workspace's when null"}),
+    "attributes": nullable({"type": "object", "maxProperties": MAX_ATTRIBUTES,
+                            "additionalProperties": {"type": ["string", "number", "boolean", "null"]}}),
+}
+_IMPORT_REPORT = {
+    "type": "object", "required": ["import_id", "expires_at", "columns", "counts", "accepted", "lines"],
+    "properties": {
+        "import_id": {"type": "string"}, "expires_at": MAYBE_INSTANT,
+        "columns": {"type": "array", "items": {"type": "string"}}, "counts": {"type": "object"},
+        "accepted": {"type": "integer"},
+        "lines": {"type": "array", "items": {"type": "object", "required": ["line", "fate", "accepted", "message"],
+                                             "properties": {"line": {"type": "integer"}, "fate": {"type": "string"},
+                                                            "accepted": {"type": "boolean"},
+                                                            "message": _TEXT_OR_NULL, "email": _TEXT_OR_NULL,
+                                                            "phone": _TEXT_OR_NULL}}},
+        "commit": ref("ImportCommit"),
+    },
+}
+_CAMPAIGN_MOVE = ("400", "403", "404", "409", "422")
+
+OPENAPI = {
+    "schemas": {
+        "Campaign": {
+            "type": "object",
+            "required": ["id", "name", "channel", "status", "send_window", "on_failure", "version", "steps",
+                         "created_at", "updated_at"],
+            "properties": {
+                "id": {"type": "integer"},
+                "name": {"type": "string"},
+                "channel": _TEXT_OR_NULL,
+                "status": {"enum": [status.value for status in CampaignStatus]},
+                "send_window": nullable({"type": "object"}),
+                "on_failure": {"type": "string"},
+                "version": {"type": "integer"},
+                "steps": {"type": "array", "items": {
+                    "type": "object", "required": ["id", "position", "delay", "subject", "body", "channel",
+                                                   "send_window"],
+                    "properties": {"id": {"type": "integer"}, "position": {"type": "integer"},
+                                   "delay": {"type": "string"}, "subject": _TEXT_OR_NULL, "body": {"type": "string"},
+                                   "channel": _TEXT_OR_NULL, "send_window": nullable({"type": "object"}),
+                                   "counts": _COUNTS}}},
+                "older_steps": {"type": "array", "items": {"type": "object", "properties": {
+                    "position": {"type": "integer"}, "counts": _COUNTS}}},
+                "created_at": INSTANT,
+                "updated_at": INSTANT,
+                "activated_at": MAYBE_INSTANT,
+                "paused_at": MAYBE_INSTANT,
+                "archived_at": MAYBE_INSTANT,
+                "note": _TEXT_OR_NULL,
+                "retimed": {"type": "integer"},
+                "followed": {"type": "object", "description": "what the move set off: sends held, minted, exited"},
+            },
+        },
+        "NewCampaign": {"type": "object", "required": ["name", "channel", "steps"], "properties": _CAMPAIGN_FIELDS,
+                        "additionalProperties": False},
+        "CampaignChange": {"type": "object", "minProperties": 1, "properties": _CAMPAIGN_FIELDS,
+                           "additionalProperties": False},
+        "Enrollment": {
+            "type": "object",
+            "required": ["id", "campaign_id", "contact_id", "status", "current_step", "next_send_at", "enrolled_at"],
+            "properties": {
+                "id": {"type": "integer"},
+                "campaign_id": {"type": "integer"},
+                "contact_id": {"type": "integer"},
+                "status": {"enum": [status.value for status in EnrollmentStatus]},
+                "current_step": {"type": "integer"},
+                "next_send_at": MAYBE_INSTANT,
+                "schedule_note": _TEXT_OR_NULL,
+                "enrolled_at": INSTANT,
+                "completed_at": MAYBE_INSTANT,
+                "exited_at": MAYBE_INSTANT,
+                "exit_reason": _TEXT_OR_NULL,
+                "version": {"type": "integer"},
+                "sends": {"type": "array", "items": {"type": "object", "required": ["id", "step", "status"],
+                                                      "properties": {
+                    "id": {"type": "integer"}, "step": {"type": "integer"}, "dedupe_key": {"type": "string"},
+                    "status": {"type": "string"}, "address": _TEXT_OR_NULL, "attempt_id": _ID_OR_NULL,
+                    "reason": _TEXT_OR_NULL, "finished_at": MAYBE_INSTANT, "settled_at": MAYBE_INSTANT,
+                    "attempts": {"type": "array", "items": {"type": "object", "properties": {
+                        "id": {"type": "integer"}, "status": {"type": "string"}, "publish_at": INSTANT,
+                        "rescheduled_from": _ID_OR_NULL}}}}}},
+                "timeline": {"type": "array", "items": {"type": "object", "required": ["at", "kind", "what"],
+                                                         "properties": {
+                    "at": INSTANT, "kind": {"type": "string"}, "what": {"type": "string"},
+                    "actor": _TEXT_OR_NULL, "reason": _TEXT_OR_NULL, "step": _ID_OR_NULL,
+                    "action_id": _ID_OR_NULL}}},
+            },
+        },
+        "Contact": {
+            "type": "object",
+            "required": ["id", "email", "phone", "name", "timezone", "attributes", "status", "created_at",
+                         "updated_at"],
+            "properties": {
+                "id": {"type": "integer"},
+                "email": _TEXT_OR_NULL,
+                "phone": _TEXT_OR_NULL,
+                "name": _TEXT_OR_NULL,
+                "timezone": _TEXT_OR_NULL,
+                "zone_note": _TEXT_OR_NULL,
+                "attributes": {"type": "object"},
+                "status": {"enum": [status.value for status in ContactStatus]},
+                "unsubscribed_at": MAYBE_INSTANT,
+                "bounced_at": MAYBE_INSTANT,
+                "created_at": INSTANT,
+                "updated_at": INSTANT,
+                "enrollments": {"type": "array", "items": _ENROLLMENT},
+                "retimed": {"type": "integer"},
+                "exited": {"type": "integer"},
+                "cancelled": {"type": "integer"},
+            },
+        },
+        "NewContact": {"type": "object", "properties": _CONTACT_FIELDS, "additionalProperties": False,
+                       "description": "an email, a phone, or both",
+                       "anyOf": [{"required": ["email"]}, {"required": ["phone"]}]},
+        "ContactChange": {"type": "object", "minProperties": 1, "properties": _CONTACT_FIELDS,
+                          "additionalProperties": False},
+        "ImportCommit": {"type": "object", "required": ["import_id", "enrolled", "counts", "changed"], "properties": {
+            "import_id": {"type": "string"}, "enrolled": {"type": "integer"}, "counts": {"type": "object"},
+            "changed": {"type": "array", "items": {"type": "object", "properties": {
+                "line": {"type": "integer"}, "was": {"type": "string"}, "now": {"type": "string"},
+                "message": _TEXT_OR_NULL}}}}},
+    },
+    "paths": {
+        "/api/v1/campaigns": {
+            "post": {"summary": "Create a draft campaign with its steps (honours Idempotency-Key)",
+                     "parameters": [IDEMPOTENCY_KEY],
+                     "requestBody": {"required": True, **json_content(ref("NewCampaign"), {
+                         "name": "Welcome", "channel": "main", "steps": [
+                             {"delay": "PT0S", "subject": "Welcome, {{ contact.name }}", "body": "Glad you came."},
+                             {"delay": "P2D", "subject": "Two days in", "body": "Here is what to try next."}]})},
+                     "responses": {"201": response_of("The draft.", _CAMPAIGN), **errors("400", "409", "413", "422")}},
+            "get": {"summary": "The workspace's campaigns",
+                    "responses": {"200": response_of("The campaigns.", {
+                        "type": "object", "required": ["campaigns"],
+                        "properties": {"campaigns": {"type": "array", "items": _CAMPAIGN}}}), **errors()}},
+        },
+        "/api/v1/campaigns/{campaign_id}": {
+            "parameters": [row_id("campaign_id")],
+            "get": {"summary": "One campaign with per-step counts",
+                    "responses": {"200": response_of("The campaign.", _CAMPAIGN), **errors("404")}},
+            "patch": {"summary": "Change a campaign; a structural change of an active one makes a new version",
+                      "requestBody": {"required": True, **json_content(ref("CampaignChange"),
+                                                                       {"on_failure": "skip"})},
+                      "responses": {"200": response_of("The campaign.", _CAMPAIGN),
+                                    **errors("400", "404", "409", "413", "422")}},
+        },
+        **{f"/api/v1/campaigns/{{campaign_id}}/{verb}": {
+            "parameters": [row_id("campaign_id")],
+            "post": {"summary": summary,
+                     "responses": {"200": response_of("The campaign, and what the move set off.", _CAMPAIGN),
+                                   **errors(*_CAMPAIGN_MOVE)}},
+        } for verb, summary in (
+            ("activate", "draft → active; email steps need TICKWORK_BASE_URL"),
+            ("resume", "paused → active: held sends get a new attempt"),
+            ("pause", "active → paused: queued attempts are cancelled"),
+            ("archive", "Archive (ops): active enrollments exit"))},
+        "/api/v1/campaigns/{campaign_id}/enrollments": {
+            "parameters": [row_id("campaign_id")],
+            "post": {"summary": "Enroll one contact; a first step due now is sent at once (honours Idempotency-Key)",
+                     "parameters": [IDEMPOTENCY_KEY],
+                     "requestBody": {"required": True, **json_content({
+                         "type": "object", "required": ["contact_id"], "additionalProperties": False,
+                         "properties": {"contact_id": {"type": "integer", "minimum": 1}}}, {"contact_id": 1})},
+                     "responses": {"201": response_of("The enrollment.", _ENROLLMENT),
+                                   **errors("400", "404", "409", "413", "422")}},
+            "get": {"summary": "A campaign's enrollments by id",
+                    "parameters": [
+                        {"name": "status", "in": "query", "schema": {"enum": [s.value for s in EnrollmentStatus]}},
+                        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
+                        {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+                    ],
+                    "responses": {"200": response_of("A page.", page_of("enrollments", _ENROLLMENT)),
+                                  **errors("404", "422")}},
+        },
+        "/api/v1/campaigns/{campaign_id}/enrollments.csv": {
+            "parameters": [row_id("campaign_id")],
+            "post": {"summary": "Enroll from a CSV file (up to 20 MiB); `dry_run=1` answers the report to commit "
+                                "(honours Idempotency-Key)",
+                     "parameters": [{"name": "dry_run", "in": "query", "schema": {"enum": ["1", "true", "0"]}},
+                                    IDEMPOTENCY_KEY],
+                     "requestBody": {"required": True, "content": {
+                         "text/csv": {"schema": {"type": "string"}},
+                         "multipart/form-data": {"schema": {"type": "object", "required": ["file"],
+                                                            "properties": {"file": {"type": "string",
+                                                                                    "format": "binary"}}}}}},
+                     "responses": {"200": response_of("The dry run's per-line report.", _IMPORT_REPORT),
+                                   "201": response_of("Enrolled: the report and what the commit did.", _IMPORT_REPORT),
+                                   **errors("400", "404", "409", "413", "422")}},
+        },
+        "/api/v1/campaigns/{campaign_id}/imports/{import_id}/commit": {
+            "parameters": [row_id("campaign_id"),
+                           {"name": "import_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+            "post": {"summary": "Enroll exactly the lines the dry run accepted, re-checking each "
+                                "(honours Idempotency-Key)",
+                     "parameters": [IDEMPOTENCY_KEY],
+                     "responses": {"200": response_of("What the commit did.", ref("ImportCommit")),
+                                   **errors("404", "409", "422")}},
+        },
+        "/api/v1/enrollments/{enrollment_id}": {
+            "parameters": [row_id("enrollment_id")],
+            "get": {"summary": "One enrollment with its sends and timeline",
+                    "responses": {"200": response_of("The enrollment.", _ENROLLMENT), **errors("404")}},
+        },
+        "/api/v1/enrollments/{enrollment_id}/remove": {
+            "parameters": [row_id("enrollment_id")],
+            "post": {"summary": "Exit an enrollment (ops); its queued attempt is cancelled",
+                     "responses": {"200": response_of("The enrollment.", _ENROLLMENT),
+                                   **errors("403", "404", "409")}},
+        },
+        "/api/v1/contacts": {
+            "post": {"summary": "A contact with an email and/or a phone (honours Idempotency-Key)",
+                     "parameters": [IDEMPOTENCY_KEY],
+                     "requestBody": {"required": True, **json_content(ref("NewContact"), {
+                         "email": "grace@example.com", "name": "Grace", "timezone": "Europe/Paris",
+                         "attributes": {"plan": "pro"}})},
+                     "responses": {"201": response_of("The contact.", _CONTACT),
+                                   **errors("400", "409", "413", "422")}},
+            "get": {"summary": "Contacts by id; `q` searches email, phone and name",
+                    "parameters": [
+                        {"name": "q", "in": "query", "schema": {"type": "string", "maxLength": 200}},
+                        {"name": "status", "in": "query", "schema": {"enum": [s.value for s in ContactStatus]}},
+                        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
+                        {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+                    ],
+                    "responses": {"200": response_of("A page.", page_of("contacts", _CONTACT)), **errors("422")}},
+        },
+        "/api/v1/contacts/{contact_id}": {
+            "parameters": [row_id("contact_id")],
+            "get": {"summary": "One contact, with their enrollments",
+                    "responses": {"200": response_of("The contact.", _CONTACT), **errors("404")}},
+            "patch": {"summary": "Change a contact; a new zone retimes their waiting steps",
+                      "requestBody": {"required": True, **json_content(ref("ContactChange"), {"name": "Grace H."})},
+                      "responses": {"200": response_of("The contact.", _CONTACT),
+                                    **errors("400", "404", "409", "413", "422")}},
+        },
+        "/api/v1/contacts/{contact_id}/unsubscribe": {
+            "parameters": [row_id("contact_id")],
+            "post": {"summary": "Never send to this contact again: their enrollments exit now",
+                     "responses": {"200": response_of("The contact, and what ended.", _CONTACT),
+                                   **errors("404", "409")}},
+        },
+    },
+}

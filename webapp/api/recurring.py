@@ -11,7 +11,7 @@ from models.channels.reading import channel_names
 from models.core.database import db, write_session
 from models.core.errors import InvalidInput
 from models.core.runtime import runtime
-from models.recurring.checks import RULE_FIELDS, check_unknown_fields, month_day_note
+from models.recurring.checks import REQUIRED, RULE_FIELDS, check_unknown_fields, month_day_note
 from models.recurring.operations import (
     create_rule,
     end_rule,
@@ -21,11 +21,25 @@ from models.recurring.operations import (
     update_rule,
 )
 from models.recurring.reading import get_rule, list_rules, local_wall, rule_events, rule_overview, rule_recurrence
-from models.recurring.tables import RuleStatus
+from models.recurring.tables import Misfire, RuleStatus
 from models.timing.recurrence import Occurrence, RecurrenceError
 from models.timing.wall_time import InvalidTimezone
+from webapp.api.idempotency import idempotent
 from webapp.api.parsing import json_body, parse_instant, query_limit
 from webapp.api.serialize import action_json, iso
+from webapp.api.spec import (
+    INSTANT,
+    IDEMPOTENCY_KEY,
+    LOCAL_TIME,
+    MAYBE_INSTANT,
+    response_of,
+    errors,
+    json_content,
+    nullable,
+    page_of,
+    ref,
+    row_id,
+)
 from webapp.auth import api_caller
 
 bp = Blueprint("api_recurring", __name__, url_prefix="/api/v1/recurring")
@@ -102,6 +116,7 @@ def _answer(session, change, caller, *, status: int = 200, detail: bool = True):
 
 
 @bp.post("")
+@idempotent
 def create():
     """Create a recurring rule; its next 14 days are queued at once."""
     caller = api_caller()
@@ -229,6 +244,7 @@ def end(rule_id: int):
 
 
 @bp.post("/<int:rule_id>/run")
+@idempotent
 def run(rule_id: int):
     """Run Now: one row due now, beside the rule's window; answers that row."""
     caller = api_caller()
@@ -242,3 +258,153 @@ def run(rule_id: int):
     body["rule_id"] = rule_id
     rt.announce_due(change.new_rows)
     return jsonify(body), 201
+
+
+# -- the document -----------------------------------------------------------------------------
+
+_ACTION = ref("Action")
+_OCCURRENCE = {"type": "object", "required": ["at", "local", "note"], "properties": {
+    "at": INSTANT, "local": {"type": "string", "description": "the wall time with its offset"},
+    "note": {"type": ["string", "null"], "description": "a DST gap or overlap moved this occurrence"}}}
+_DAY_OR_WALL = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2})?$",
+                "description": "a date (the whole day) or a wall time (one occurrence)"}
+_RULE_FIELDS = {
+    "action_type": {"type": "string", "minLength": 1, "maxLength": 64},
+    "channel": {"type": "string", "minLength": 1, "maxLength": 63, "description": "a channel's name"},
+    "target_key": {"type": "string", "minLength": 1, "maxLength": 255},
+    "payload": {"type": "object", "description": "may use {{ occurrence.local_date }} and "
+                                                 "{{ occurrence.local_time }} in its text"},
+    "rrule": {"type": "string", "minLength": 1, "description": "RFC 5545 RRULE parts, such as FREQ=WEEKLY;BYDAY=TU"},
+    "starts_local": {**LOCAL_TIME, "description": "the first occurrence, in the workspace's zone"},
+    "ends_local": nullable(LOCAL_TIME),
+    "exdates_local": nullable({"type": "array", "items": _DAY_OR_WALL}),
+    "misfire": nullable({"enum": [m.value for m in Misfire]}),
+}
+_RULE_ANSWER = ref("RecurringRule")
+_NOTE_BODY = {"type": "object", "properties": {"note": nullable({"type": "string", "maxLength": 500})},
+              "additionalProperties": False}
+_EMPTY_BODY = {"type": "object", "additionalProperties": False}
+
+OPENAPI = {
+    "schemas": {
+        "RecurringRule": {
+            "type": "object",
+            "required": ["id", "status", "action_type", "channel", "target_key", "payload", "rrule", "timezone",
+                         "starts_local", "starts_at", "exdates_local", "misfire", "revision", "created_at",
+                         "updated_at", "next_occurrences"],
+            "properties": {
+                "id": {"type": "integer"},
+                "status": {"enum": [s.value for s in RuleStatus]},
+                "status_note": {"type": ["string", "null"]},
+                "action_type": {"type": "string"},
+                "channel": {"type": ["string", "null"]},
+                "target_key": {"type": "string"},
+                "payload": {"type": "object"},
+                "rrule": {"type": "string"},
+                "description": {"type": ["string", "null"], "description": "the rule in words"},
+                "timezone": {"type": "string"},
+                "starts_local": {"type": ["string", "null"]},
+                "starts_at": MAYBE_INSTANT,
+                "ends_local": {"type": ["string", "null"]},
+                "ends_at": MAYBE_INSTANT,
+                "exdates_local": {"type": "array", "items": {"type": "string"}},
+                "misfire": {"type": "string"},
+                "revision": {"type": "integer"},
+                "last_materialized_at": MAYBE_INSTANT,
+                "created_by": {"type": ["integer", "null"]},
+                "created_at": INSTANT,
+                "updated_at": INSTANT,
+                "paused_at": MAYBE_INSTANT,
+                "ended_at": MAYBE_INSTANT,
+                "next_occurrences": {"type": "array", "items": _OCCURRENCE},
+                "note": {"type": ["string", "null"]},
+                "actions": {"type": "array", "items": _ACTION},
+                "last_runs": {"type": "array", "items": {**_OCCURRENCE, "properties": {
+                    **_OCCURRENCE["properties"], "action": nullable(_ACTION)}}},
+                "manual_runs": {"type": "array", "items": _ACTION},
+                "events": {"type": "array", "items": {"type": "object", "required": ["to", "at", "actor"],
+                                                       "properties": {
+                    "from": {"type": ["string", "null"]}, "to": {"type": "string"},
+                    "revision": {"type": ["integer", "null"]}, "at": INSTANT, "actor": {"type": "string"},
+                    "reason": {"type": ["string", "null"]}, "action_id": {"type": ["integer", "null"]},
+                    "clock_run_id": {"type": ["integer", "null"]}}}},
+                "changes": {"type": "object", "description": "what the change did: fields changed, rows moved"},
+            },
+        },
+        "NewRecurringRule": {"type": "object", "required": list(REQUIRED), "properties": _RULE_FIELDS,
+                             "additionalProperties": False},
+        "RecurringRuleChange": {"type": "object", "minProperties": 1, "additionalProperties": False,
+                                "properties": {**_RULE_FIELDS, "revision": {
+                                    "type": "integer", "description": "refuse the change (409) unless the rule is "
+                                                                     "still at this revision"}}},
+    },
+    "paths": {
+        "/api/v1/recurring": {
+            "post": {
+                "summary": "Create a recurring rule; its next 14 days are queued at once (honours Idempotency-Key)",
+                "parameters": [IDEMPOTENCY_KEY],
+                "requestBody": {"required": True, **json_content(ref("NewRecurringRule"), {
+                    "action_type": "send_email", "channel": "main", "target_key": "team@example.com",
+                    "payload": {"subject": "Standup on {{ occurrence.local_date }}"},
+                    "rrule": "FREQ=WEEKLY;BYDAY=MO,WE", "starts_local": "2027-01-04T09:00"})},
+                "responses": {"201": response_of("The rule, active.", _RULE_ANSWER),
+                              **errors("400", "409", "413", "422")},
+            },
+            "get": {
+                "summary": "List the workspace's rules by id",
+                "parameters": [
+                    {"name": "status", "in": "query", "schema": {"type": "string"},
+                     "description": "one status, or several separated by commas"},
+                    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
+                    {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+                ],
+                "responses": {"200": response_of("A page.", page_of("rules", _RULE_ANSWER)), **errors("422")},
+            },
+        },
+        "/api/v1/recurring/{rule_id}": {
+            "parameters": [row_id("rule_id")],
+            "get": {"summary": "One rule with its rows, last runs, Run Nows and history",
+                    "responses": {"200": response_of("The rule.", _RULE_ANSWER), **errors("404")}},
+            "patch": {"summary": "Change some of a rule's fields; an active rule's unsent future rows follow",
+                      "requestBody": {"required": True, **json_content(ref("RecurringRuleChange"),
+                                                                       {"rrule": "FREQ=WEEKLY;BYDAY=TU"})},
+                      "responses": {"200": response_of("The rule.", _RULE_ANSWER),
+                                    **errors("400", "404", "409", "413", "422")}},
+        },
+        "/api/v1/recurring/{rule_id}/occurrences": {
+            "parameters": [row_id("rule_id")],
+            "get": {"summary": "The rule's next occurrences, with DST notes",
+                    "parameters": [
+                        {"name": "count", "in": "query",
+                         "schema": {"type": "integer", "minimum": 1, "maximum": MAX_OCCURRENCES}},
+                        {"name": "after", "in": "query", "schema": INSTANT},
+                    ],
+                    "responses": {"200": response_of("The occurrences.", {
+                        "type": "object", "required": ["rule_id", "status", "timezone", "after", "occurrences"],
+                        "properties": {"rule_id": {"type": "integer"}, "status": {"type": "string"},
+                                       "timezone": {"type": "string"}, "after": INSTANT,
+                                       "occurrences": {"type": "array", "items": _OCCURRENCE}}}),
+                        **errors("404", "422")}},
+        },
+        **{f"/api/v1/recurring/{{rule_id}}/{verb}": {
+            "parameters": [row_id("rule_id")],
+            "post": {"summary": summary,
+                     "requestBody": {"required": False, **json_content(body)},
+                     "responses": {"200": response_of("The rule.", _RULE_ANSWER),
+                                   **errors("400", "403", "404", "409", "413", "422")}},
+        } for verb, summary, body in (
+            ("pause", "Pause a rule (optional note); its queued future rows are cancelled", _NOTE_BODY),
+            ("resume", "Resume a paused rule; its future slots are queued again", _EMPTY_BODY),
+            ("end", "End a rule for good (ops; optional note)", _NOTE_BODY))},
+        "/api/v1/recurring/{rule_id}/run": {
+            "parameters": [row_id("rule_id")],
+            "post": {"summary": "Run Now: one row due now, beside the rule's window (honours Idempotency-Key)",
+                     "parameters": [IDEMPOTENCY_KEY],
+                     "requestBody": {"required": False, **json_content(_EMPTY_BODY)},
+                     "responses": {"201": response_of("The row, with its rule's id.", {
+                         "allOf": [_ACTION, {"type": "object", "required": ["rule_id"],
+                                             "properties": {"rule_id": {"type": "integer"}}}]}),
+                         **errors("400", "403", "404", "409", "413", "422")}},
+        },
+    },
+}

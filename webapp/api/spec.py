@@ -47,3 +47,31 @@ def row_id(name: str) -> dict:
     """A path parameter naming a row: ids are 32-bit on PostgreSQL, so larger ones are no row of ours."""
     return {"name": name, "in": "path", "required": True,
             "schema": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}}
+
+
+INSTANT = {"type": "string", "format": "date-time"}
+MAYBE_INSTANT = {"type": ["string", "null"], "format": "date-time"}
+LOCAL_TIME = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$",
+              "description": "a wall date and time in the workspace's zone"}
+IDEMPOTENCY_KEY = {"name": "Idempotency-Key", "in": "header", "required": False,
+                   "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+                   "description": "the same key and body answer the first answer again (Idempotent-Replayed: true)"}
+
+
+def nullable(schema: dict) -> dict:
+    """``schema`` or null."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def response_of(description: str, schema: dict) -> dict:
+    return {"description": description, **json_content(schema)}
+
+
+def page_of(key: str, item: dict) -> dict:
+    """A page of ``key`` and the cursor to the next one (null on the last)."""
+    return {"type": "object", "required": [key, "next_cursor"],
+            "properties": {key: {"type": "array", "items": item}, "next_cursor": {"type": ["string", "null"]}}}

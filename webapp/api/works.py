@@ -20,7 +20,16 @@ from models.core.errors import InvalidInput, NotFound
 from models.core.moves import Actor
 from models.core.secrets_box import SecretUnreadable
 from models.timing.wall_time import InvalidTimezone, to_local
-from models.works.operations import UNSET, create_work, delete_schedule, delete_work, put_schedule, run_now
+from models.timing.cadence import Cadence
+from models.works.operations import (
+    MAX_SETTINGS_KEYS,
+    UNSET,
+    create_work,
+    delete_schedule,
+    delete_work,
+    put_schedule,
+    run_now,
+)
 from models.works.pipelines.webhook_pipeline import SIGNATURE_HEADER, signature
 from models.works.reading import (
     get_work,
@@ -32,9 +41,32 @@ from models.works.reading import (
     usage_by_month,
 )
 from models.works.runs import record_outcome, run_by_token
-from models.works.tables import Work, WorkRun
+from models.works.tables import (
+    MAX_FAILURES_BEFORE_PAUSE,
+    PROVIDER_CAPABILITIES,
+    BillingMode,
+    GenerationStatus,
+    RunKind,
+    RunStatus,
+    ScheduleStatus,
+    Work,
+    WorkRun,
+)
+from webapp.api.idempotency import idempotent
 from webapp.api.parsing import json_body, query_limit
 from webapp.api.serialize import iso
+from webapp.api.spec import (
+    IDEMPOTENCY_KEY,
+    INSTANT,
+    MAYBE_INSTANT,
+    errors,
+    json_content,
+    nullable,
+    page_of,
+    ref,
+    response_of,
+    row_id,
+)
 from webapp.auth import Unauthorized, api_caller
 
 seed = Blueprint("api_work_schedules", __name__, url_prefix="/api/works")
@@ -174,6 +206,7 @@ def delete(work_id: int):
 
 
 @seed.post("/<int:work_id>/schedule/run")
+@idempotent
 def run(work_id: int):
     """Run Now: a generation starts at once; 409 while one is running."""
     caller = api_caller()
@@ -231,6 +264,7 @@ def callback(token: str):
 
 
 @bp.post("")
+@idempotent(sealed=("secret",))
 def create():
     """Create a work: ``name``, ``pipeline`` (an installed pipeline plugin) and its ``settings``."""
     caller = api_caller()
@@ -286,3 +320,185 @@ def remove(work_id: int):
         change = delete_work(session, caller.workspace.id, work_id, actor=caller.actor, role=caller.role, now=now)
         answer = work_json(session, change.work, caller.workspace.timezone)
     return jsonify(answer)
+
+
+# -- the document -----------------------------------------------------------------------------
+
+_SCHEDULE = ref("WorkSchedule")
+_RUN = ref("WorkRun")
+_WORK = ref("Work")
+_ID_OR_NULL = {"type": ["integer", "null"]}
+_TEXT_OR_NULL = {"type": ["string", "null"]}
+_CADENCES = [cadence.value for cadence in Cadence]
+_SCHEDULE_WRITES = ("400", "403", "404", "409", "413", "422")
+
+OPENAPI = {
+    "schemas": {
+        "WorkSchedule": {
+            "type": "object",
+            "description": "The second seed's shape; a work without a schedule reads as `disabled`.",
+            "required": ["workId", "status", "cadence", "nextRunAt", "scheduledFor", "billingMode",
+                         "maxFailureBeforePause", "failureCount", "providerOverrides", "lastRunAt", "lastRunStatus"],
+            "properties": {
+                "id": {"type": "integer"},
+                "workId": {"type": "integer"},
+                "status": {"enum": [status.value for status in ScheduleStatus]},
+                "cadence": nullable({"enum": _CADENCES}),
+                "nextRunAt": MAYBE_INSTANT,
+                "nextRunLocal": _TEXT_OR_NULL,
+                "scheduledFor": MAYBE_INSTANT,
+                "claimedAt": MAYBE_INSTANT,
+                "billingMode": nullable({"enum": [mode.value for mode in BillingMode]}),
+                "maxFailureBeforePause": _ID_OR_NULL,
+                "failureCount": {"type": "integer", "minimum": 0},
+                "providerOverrides": {"type": "object", "additionalProperties": {"type": "string"}},
+                "lastRunAt": MAYBE_INSTANT,
+                "lastRunStatus": _TEXT_OR_NULL,
+                "pausedReason": _TEXT_OR_NULL,
+                "grid": {"type": "object", "properties": {"anchorAt": MAYBE_INSTANT, "anchorLocal": _TEXT_OR_NULL,
+                                                          "timezone": {"type": "string"}}},
+                "createdAt": INSTANT,
+                "updatedAt": INSTANT,
+                "upcoming": {"type": "array", "items": INSTANT, "description": "the next slots (active only)"},
+            },
+        },
+        "WorkScheduleChange": {
+            "type": "object",
+            "description": "Omitted fields keep their values; creating a schedule needs `cadence`.",
+            "additionalProperties": False,
+            "properties": {
+                "enable": {"type": "boolean"},
+                "cadence": {"enum": _CADENCES},
+                "billingMode": {"enum": [mode.value for mode in BillingMode]},
+                "maxFailureBeforePause": {"type": "integer", "minimum": 1, "maximum": MAX_FAILURES_BEFORE_PAUSE},
+                "providerOverrides": {"type": "object", "description": "capability → plugin id; null removes one",
+                                      "propertyNames": {"enum": list(PROVIDER_CAPABILITIES)},
+                                      "additionalProperties": {"type": ["string", "null"]}},
+            },
+        },
+        "WorkRun": {
+            "type": "object",
+            "required": ["id", "work_id", "kind", "status", "pipeline", "providers", "started_at"],
+            "properties": {
+                "id": {"type": "integer"},
+                "work_id": {"type": "integer"},
+                "kind": {"enum": [kind.value for kind in RunKind]},
+                "status": {"enum": [status.value for status in RunStatus]},
+                "slot": MAYBE_INSTANT,
+                "pipeline": {"type": "string"},
+                "providers": {"type": "object"},
+                "billing_mode": _TEXT_OR_NULL,
+                "started_at": MAYBE_INSTANT,
+                "deadline_at": MAYBE_INSTANT,
+                "finished_at": MAYBE_INSTANT,
+                "duration_seconds": {"type": ["number", "null"]},
+                "error": _TEXT_OR_NULL,
+            },
+        },
+        "Work": {
+            "type": "object",
+            "required": ["id", "name", "pipeline", "settings", "generation_status", "created_at", "schedule"],
+            "properties": {
+                "id": {"type": "integer"},
+                "name": {"type": "string"},
+                "pipeline": {"type": "string"},
+                "settings": {"type": "object"},
+                "generation_status": {"enum": [status.value for status in GenerationStatus]},
+                "generation_started_at": MAYBE_INSTANT,
+                "generation_finished_at": MAYBE_INSTANT,
+                "last_error": _TEXT_OR_NULL,
+                "created_at": INSTANT,
+                "deleted_at": MAYBE_INSTANT,
+                "schedule": _SCHEDULE,
+                "runs": {"type": "array", "items": _RUN},
+                "secret": {"type": "string",
+                           "description": "shown once, on create: the webhook pipeline signs with it"},
+            },
+        },
+        "NewWork": {
+            "type": "object",
+            "required": ["name", "pipeline"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 100},
+                "pipeline": {"type": "string", "minLength": 1,
+                             "description": "an installed pipeline plugin (log, webhook)"},
+                "settings": nullable({"type": "object", "maxProperties": MAX_SETTINGS_KEYS,
+                                      "description": "checked by the pipeline"}),
+            },
+        },
+    },
+    "paths": {
+        "/api/works/{work_id}/schedule": {
+            "parameters": [row_id("work_id")],
+            "get": {"summary": "The work's schedule (`disabled` when it has none)",
+                    "responses": {"200": response_of("The schedule.", _SCHEDULE), **errors("404")}},
+            "put": {"summary": "Create or update the work's schedule (ops); omitted fields keep their values",
+                    "requestBody": {"required": True, **json_content(ref("WorkScheduleChange"),
+                                                                     {"cadence": "daily", "billingMode": "usage"})},
+                    "responses": {"200": response_of("Updated.", _SCHEDULE),
+                                  "201": response_of("Created.", _SCHEDULE), **errors(*_SCHEDULE_WRITES)}},
+            "delete": {"summary": "Cancel the schedule (ops); it is kept, with its runs",
+                       "responses": {"200": response_of("The canceled schedule.", _SCHEDULE),
+                                     **errors("403", "404", "409")}},
+        },
+        "/api/works/{work_id}/schedule/run": {
+            "parameters": [row_id("work_id")],
+            "post": {"summary": "Run Now (ops): a generation starts at once; 409 while one is running "
+                                "(honours Idempotency-Key)",
+                     "parameters": [IDEMPOTENCY_KEY],
+                     "responses": {"202": response_of("Started.", {
+                         "type": "object", "required": ["run", "schedule"],
+                         "properties": {"run": _RUN, "schedule": _SCHEDULE}}),
+                         **errors("403", "404", "409", "422")}},
+        },
+        "/api/works/runs/{token}/callback": {
+            "parameters": [{"name": "token", "in": "path", "required": True,
+                            "schema": {"type": "string", "minLength": 1, "maxLength": 200}}],
+            "post": {"summary": "The webhook pipeline's callback: the signed result of one run (public)",
+                     "security": [],
+                     "parameters": [{"name": SIGNATURE_HEADER, "in": "header", "required": False,
+                                     "schema": {"type": "string"},
+                                     "description": "sha256=<hex HMAC-SHA256 of the body with the work's secret>"}],
+                     "requestBody": {"required": True, **json_content({
+                         "type": "object", "required": ["status"], "additionalProperties": False,
+                         "properties": {"status": {"enum": ["generated", "error"]},
+                                        "error": nullable({"type": "string"})}})},
+                     "responses": {"200": response_of("Recorded (or already settled).", {
+                         "type": "object", "required": ["run", "recorded"],
+                         "properties": {"run": _RUN, "recorded": {"type": "boolean"}}}),
+                         **errors("400", "401", "404", "409", "413", "422")}},
+        },
+        "/api/v1/works": {
+            "post": {"summary": "Create a work (ops); its signing secret is answered once, and to a replay "
+                                "(honours Idempotency-Key)",
+                     "parameters": [IDEMPOTENCY_KEY],
+                     "requestBody": {"required": True, **json_content(ref("NewWork"), {
+                         "name": "Weekly digest", "pipeline": "log", "settings": {"seconds": 0}})},
+                     "responses": {"201": response_of("The work, with its secret.", _WORK),
+                                   **errors("400", "403", "409", "413", "422")}},
+            "get": {"summary": "The workspace's works by id, each with its schedule",
+                    "parameters": [
+                        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
+                        {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+                    ],
+                    "responses": {"200": response_of("A page.", page_of("works", _WORK)), **errors("422")}},
+        },
+        "/api/v1/works/usage": {
+            "get": {"summary": "The usage ledger, summed per month (the workspace's zone), newest first",
+                    "responses": {"200": response_of("Per month.", {
+                        "type": "object", "required": ["months"], "properties": {"months": {"type": "array", "items": {
+                            "type": "object", "required": ["month", "generations", "scheduled", "manual"],
+                            "properties": {"month": {"type": "string"}, "generations": {"type": "integer"},
+                                           "scheduled": {"type": "integer"}, "manual": {"type": "integer"}}}}}}),
+                        **errors()}},
+        },
+        "/api/v1/works/{work_id}": {
+            "parameters": [row_id("work_id")],
+            "get": {"summary": "One work with its schedule and its last runs",
+                    "responses": {"200": response_of("The work.", _WORK), **errors("404")}},
+            "delete": {"summary": "Delete a work (soft; ops): its schedule is canceled, its runs and usage kept",
+                       "responses": {"200": response_of("The deleted work.", _WORK), **errors("403", "404", "409")}},
+        },
+    },
+}

@@ -25,7 +25,9 @@ from models.drips.checks import check_phone
 from models.drips.tables import Contact, ContactStatus
 from models.drips.unsubscribe import contact_of_token
 from models.drips.webhooks import hard_bounce_email, is_stop, postmark_token_matches, twilio_signature_matches
+from webapp.api.parsing import json_body
 from webapp.drip_runtime import base_url
+from webapp.errors import error_body
 
 bp = Blueprint("drip_public", __name__)
 
@@ -82,7 +84,11 @@ def postmark_bounce(channel_id: int, token: str):
     channel, secret = _channel_secret(channel_id, "postmark")
     if channel is None or not postmark_token_matches(channel.id, secret, token):
         return jsonify({"error": {"code": "not_found", "message": "no such webhook"}}), 404
-    email = hard_bounce_email(request.get_json(silent=True))
+    try:
+        record = json_body()  # the one strict parser: a hostile body is a 4xx here too, never a 500
+    except InvalidInput as exc:
+        return jsonify(error_body(exc.code, exc.message, exc.field)), exc.status
+    email = hard_bounce_email(record)
     if email is not None:
         with write_session() as session:
             contact = session.scalar(select(Contact).where(Contact.workspace_id == channel.workspace_id,
