@@ -1,0 +1,67 @@
+"""Walking the url map: concrete URLs for every rule, and what "the request reached the view" means.
+
+Shared by the access matrix and the hostile-input walker, so both read routes the same way
+and a route added later is walked by both.
+"""
+
+import json
+import os
+import re
+from urllib.parse import quote
+
+from webapp.public import PUBLIC_ROUTES
+
+STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
+PARAMETER = re.compile(r"<(?:[^:>]+:)?([^>]+)>")
+CSRF_MESSAGE = "This form has expired or was not sent from Tickwork"
+
+
+def walked_rules(app, *, api: bool | None = None):
+    """Every rule but static files and the public routes (they carry checks of their own), sorted by path."""
+    rules = []
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint == "static" or rule.endpoint in PUBLIC_ROUTES:
+            continue
+        if api is not None and rule.rule.startswith("/api/") != api:
+            continue
+        rules.append(rule)
+    return sorted(rules, key=lambda r: (r.rule, r.endpoint))
+
+
+def methods_of(rule) -> list[str]:
+    return sorted((rule.methods or set()) - {"HEAD", "OPTIONS"})
+
+
+def parameters_of(rule) -> list[str]:
+    return PARAMETER.findall(rule.rule)
+
+
+def concrete(rule, ids: dict, **override) -> str:
+    """The rule's path with each parameter filled from ``ids`` (a KeyError names an id kind nobody furnished)."""
+    values = {**ids, **override}
+    return PARAMETER.sub(lambda m: quote(str(values[m.group(1)]), safe=""), rule.rule)
+
+
+def reached_the_view(answer, *, api: bool) -> str | None:
+    """Why the answer came from before the view (sign-in, bearer token, CSRF), or None when the view answered."""
+    if answer.status_code in (301, 302, 303, 307, 308) and "/login" in answer.headers.get("Location", ""):
+        return "redirected to sign in"
+    if answer.status_code == 401 and answer.headers.get("HX-Redirect", "").startswith("/login"):
+        return "asked htmx to sign in"
+    if api and answer.status_code == 401:
+        return "refused the bearer token"
+    if answer.status_code == 400 and CSRF_MESSAGE in answer.get_data(as_text=True):
+        return "refused by CSRF"
+    if answer.status_code == 429:
+        return "rate limited"
+    if answer.status_code == 405:
+        return "method not allowed"
+    return None
+
+
+def report(name: str, **figures) -> None:
+    """Append this run's figures to ``$TICKWORK_ACCESS_REPORT`` (JSON lines) when it is set; see docs/reliability.md."""
+    path = os.environ.get("TICKWORK_ACCESS_REPORT")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"test": name, **figures}) + "\n")
