@@ -83,19 +83,6 @@ def test_home_sends_marketers_to_the_calendar_and_ops_to_the_queue(acme, browser
     assert browser_for("ops").get("/").headers["Location"].endswith("/queue")
 
 
-def test_another_workspaces_rows_are_not_found(app, acme, browser_for):
-    from tests.conftest import make_world
-    from tests.web.conftest import make_action
-
-    other = make_world(app, name="Globex")
-    theirs = make_action(app, other, minutes=30)
-    browser = browser_for("admin")
-    assert browser.get(f"/actions/{theirs}").status_code == 404
-    answer = browser.post(f"/actions/{theirs}/cancel", htmx=True)
-    assert answer.status_code == 404
-    assert browser.get(f"/posts/{acme.post + 1000}").status_code == 404
-
-
 # -- redirect targets -----------------------------------------------------------------------
 
 OPEN_REDIRECTS = ["//evil.test", "/\\evil.test", "https://evil.test/", "javascript:alert(1)", "%2F%2Fevil.test",
