@@ -73,12 +73,12 @@ def report(name: str, **figures) -> None:
 
 
 class SignedIn:
-    """A member's signed-in session, kept once and handed to a fresh client for every route.
+    """A member's signed-in session, made once by the sign-in form and carried by every request after it.
 
-    Signing in by the form for each of hundreds of routes would triple the walk's requests; the
-    session cookie the form sign-in set is the same thing, so each route starts from a client
-    holding a copy of it, whatever the route before it did (``POST /logout`` clears only its own
-    client's cookie).
+    Each route is walked by a fresh client sending that session's cookie, whatever the route
+    before it did: ``POST /logout`` clears only the cookie of the client that sent it. The
+    clients keep no cookie jar: the test client's jar re-reads the whole URL twice per request,
+    which costs more than the app itself when a query string carries a megabyte.
     """
 
     def __init__(self, app, role: str, world):
@@ -87,14 +87,23 @@ class SignedIn:
         self.app = app
         signed = Browser(app.test_client(), role, world)
         self.role, self.world, self.token = role, world, signed.token
-        self.cookie = signed.client.get_cookie(app.config.get("SESSION_COOKIE_NAME", "session"))
-        assert self.cookie is not None, "signing in set no session cookie"
+        cookie = signed.client.get_cookie(app.config.get("SESSION_COOKIE_NAME", "session"))
+        assert cookie is not None, "signing in set no session cookie"
+        self.cookie = f"{cookie.key}={cookie.value}"
 
-    def fresh(self):
-        """A new client, signed in, with the session's CSRF token."""
-        from tests.web.conftest import Browser
+    def fresh(self) -> "SessionClient":
+        return SessionClient(self.app.test_client(use_cookies=False), self.cookie, self.token)
 
-        browser = Browser(self.app.test_client(), None, self.world)
-        browser.client.set_cookie(self.cookie.key, self.cookie.value)
-        browser.role, browser.token = self.role, self.token
-        return browser
+
+class SessionClient:
+    """A test client that sends one session cookie with every request (``client`` is itself, like a Browser's)."""
+
+    def __init__(self, client, cookie: str, token: str):
+        self._client, self.cookie, self.token = client, cookie, token
+        self.client = self
+
+    def open(self, path, method="GET", headers=None, **kwargs):
+        return self._client.open(path, method=method, headers={**(headers or {}), "Cookie": self.cookie}, **kwargs)
+
+    def get(self, path, headers=None, **kwargs):
+        return self.open(path, "GET", headers=headers, **kwargs)
