@@ -8,6 +8,7 @@ Nothing may change when a request is refused: the whole database is compared bef
 """
 
 import json
+import re
 
 import pytest
 
@@ -60,6 +61,7 @@ LEAST_ROLE = {
     "api_works.create": "ops", "api_works.remove": "ops",
     "api_work_schedules.put": "ops", "api_work_schedules.delete": "ops", "api_work_schedules.run": "ops",
 }
+PARAMETER_TOKENS = re.compile(r"<[^>]+>")
 # Routes that end what they act on go last, so the routes before them find it still there.
 ENDS_THINGS = ("remove", "delete", "archive", "end", "unsubscribe", "logout")
 # Ids a route reads from its query string or form rather than its path.
@@ -167,9 +169,10 @@ def test_another_workspaces_ids_are_not_found_and_change_nothing(app, world):
                     assert reached_the_view(answer, api=rule.rule.startswith("/api/")) is None, (method, url)
                     assert answer.status_code == 404, (method, rule.rule, where, htmx, answer.status_code,
                                                        answer.get_data(as_text=True)[:400])
-                    after = snapshot(app)  # nothing changes, so each request's "after" is the next one's "before"
-                    assert changed_tables(before, after) == [], (method, rule.rule, where)
                     tried.append((method, rule.rule, where, htmx))
+            # Compared once per route and method, after all its requests: nothing changes, so each route's
+            # "after" is the next one's "before".
+            assert changed_tables(before, snapshot(app)) == [], (method, rule.rule)
     # Every id kind a route takes was tried, so the list above cannot quietly shrink.
     assert kinds >= {"action_id", "post_id", "channel_id", "membership_id", "contact_id", "campaign_id",
                      "enrollment_id", "rule_id", "work_id", "import_id"}, kinds
@@ -234,3 +237,25 @@ def test_every_state_changing_route_under_every_role_is_allowed_or_refused_as_th
                     wrong.append((role, method, rule.rule, "refused but changed", changed))
     assert not wrong, "\n".join(map(str, wrong))
     report("roles", requests=tried, refused=refused, routes=len(pairs), roles=len(ROLES), server_errors=0)
+
+
+# -- ids no row could have --------------------------------------------------------------------
+
+IMPOSSIBLE_IDS = {"past bigint": "9" * 25, "zero": "0", "past int": str(2**31)}
+
+
+def test_ids_no_row_could_have_are_not_found_on_either_database(app, world):
+    """An id past any integer column's range is a 404 like any other missing row, never a database error."""
+    admin = SignedIn(app, "admin", world).fresh()
+    tried = 0
+    for rule in walked_rules(app):
+        if not any(p.startswith("<int:") for p in PARAMETER_TOKENS.findall(rule.rule)):
+            continue
+        for method in methods_of(rule):
+            for label, value in IMPOSSIBLE_IDS.items():
+                url = PARAMETER_TOKENS.sub(lambda m: value if m.group(0).startswith("<int:") else "x", rule.rule)
+                answer = _send(admin, world, "admin", rule, method, url, {"contact_id": 1, "post_id": 1})
+                assert reached_the_view(answer, api=rule.rule.startswith("/api/")) is None, (method, url)
+                assert answer.status_code == 404, (method, url, label, answer.get_data(as_text=True)[:300])
+                tried += 1
+    report("impossible_ids", requests=tried, server_errors=0)
