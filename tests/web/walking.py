@@ -68,8 +68,10 @@ def report(name: str, **figures) -> None:
     """Append this run's figures to ``$TICKWORK_ACCESS_REPORT`` (JSON lines) when it is set; see docs/reliability.md."""
     path = os.environ.get("TICKWORK_ACCESS_REPORT")
     if path:
+        current = os.environ.get("PYTEST_CURRENT_TEST", "")
+        backend = current.split("[", 1)[1].split("]", 1)[0] if "[" in current else ""
         with open(path, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"test": name, **figures}) + "\n")
+            out.write(json.dumps({"test": name, "backend": backend, **figures}) + "\n")
 
 
 class SignedIn:
