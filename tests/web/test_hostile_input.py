@@ -238,3 +238,20 @@ def test_no_hostile_string_in_any_parameter_reaches_a_500(app, furnished):
     assert not failures, "\n".join(map(str, failures))
     # Every route that is not public was walked, each of its methods at least with every hostile string.
     assert {r.endpoint for r in walked_rules(app)} == {endpoint for _, endpoint in walk.routes}
+
+
+@pytest.mark.only_backend("sqlite")
+def test_a_body_past_the_limit_is_refused_in_words_on_a_page_and_in_json(app, world):
+    session = SignedIn(app, "marketer", world)
+    browser = session.fresh()
+    three_megabytes = "a" * (3 * 1024 * 1024)
+    for htmx in (False, True):
+        headers = {**HX, "X-CSRFToken": browser.token} if htmx else {}
+        answer = browser.open("/posts", "POST", headers=headers, data={"body": three_megabytes,
+                                                                       "csrf_token": browser.token})
+        assert answer.status_code == 413 and "That request is too large" in answer.get_data(as_text=True)
+        if htmx:
+            assert answer.headers["HX-Retarget"] == "#messages"
+    api = app.test_client().post("/api/v1/posts", headers=world.auth("marketer"), data=three_megabytes,
+                                 content_type="application/json")
+    assert api.status_code == 413 and api.json["error"]["message"].startswith("That request is too large")
