@@ -7,10 +7,9 @@ each path parameter name found in the url map to an id of this workspace.
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from models.accounts.members import add_member
-from models.accounts.tables import Membership
 from models.core.database import db, read_session, write_session
 from models.core.runtime import runtime
 from tests.web.conftest import claim_and, make_action, make_post, rows_of_post
@@ -70,12 +69,6 @@ def furnish(app, world, tag: str = "a") -> Furnished:
            "contact_id": contact["id"], "campaign_id": campaign["id"], "enrollment_id": enrollment["id"],
            "rule_id": rule["id"], "work_id": work["id"], "import_id": dry["import_id"]}
     return Furnished(world=world, ids=ids, extra={"failed": failed, "post_row": rows_of_post(app, world, post)[0].id})
-
-
-def membership_id(app, world, role: str) -> int:
-    with app.app_context(), read_session() as session:
-        return session.scalar(select(Membership.id).where(Membership.workspace_id == world.workspace_id,
-                                                          Membership.user_id == world.users[role]))
 
 
 def snapshot(app) -> dict:

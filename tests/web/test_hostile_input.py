@@ -23,7 +23,9 @@ from models.accounts.tables import Workspace
 from models.core.database import write_session
 from tests.web.access_world import BASE_URL, furnish
 from tests.web.conftest import HX, Browser
-from tests.web.walking import PARAMETER, SIGNS_OUT, SignedIn, concrete, methods_of, reached_the_view, report, walked_rules
+from tests.web.walking import (
+    PARAMETER, SIGNS_OUT, SignedIn, concrete, methods_of, reached_the_view, report, walked_rules,
+)
 
 GARBAGE_ZONE = "Mars/Olympus_Mons"
 BANNER = "is not valid; times are shown in UTC until an admin fixes it in Settings"
@@ -41,7 +43,9 @@ HOSTILE = {
     "format and SQL": "%s%n%x{0}' OR 1=1 --",
     "a huge number": "9" * 40,
 }
-FIELD_CALL = re.compile(r"""(?:\.get|\.getlist|\.pop|required_\w+|optional_\w+)\(\s*(?:\w+\s*,\s*)?"([a-z][a-z0-9_-]{0,40})\"""")
+# ``form.get("date")``, ``args.getlist("targets")``, ``required_string(body, "name")``: the names a module reads.
+FIELD_CALL = re.compile(r"""(?:\.get|\.getlist|\.pop|required_\w+|optional_\w+)\(\s*(?:\w+\s*,\s*)?"""
+                        r""""([a-z][a-z0-9_-]{0,40})\"""")
 FIELD_INDEX = re.compile(r"""\[\s*"([a-z][a-z0-9_-]{0,40})"\s*\]""")
 INPUT_NAME = re.compile(r'name="([a-zA-Z][\w-]{0,40})"')
 
