@@ -68,8 +68,8 @@ and every refused one had to leave every table of the database as it was. Run on
 | every page, fragment and API read of a workspace whose stored zone is garbage, and again with a sound zone | {each('garbage_zone')} | {errors('garbage_zone')} |
 
 The walker's answers, by status: {statuses}. The 5xx column is zero because the tests fail on
-any: before this walk existed, every dashboard page of a workspace whose stored zone was garbage
-answered 500 (now a banner, "times are shown in UTC until an admin fixes it in Settings"), and
+any: before this walk existed, the dashboard pages that show a time (an action's page, the
+calendar, the queue...) answered 500 for a workspace whose stored zone was garbage (now a banner, "times are shown in UTC until an admin fixes it in Settings"), and
 the earlier walker never noticed, having signed itself out at `POST /logout`. The public routes of `webapp/public.py` are the only ones not
 tried; a state-changing route with no line in the role table, or a route taking an id kind the
 matrix does not furnish, fails the tests.
