@@ -22,8 +22,9 @@ from tests.web.walking import (
 ROLES = ("marketer", "ops", "admin")
 RANK = {role: rank for rank, role in enumerate(ROLES)}
 
-# The least role each state-changing route needs: docs/dashboard.md's tables ("who may do what"), the brief's
-# table for minted rows, and docs/api.md for the API. A new state-changing route fails the matrix until it is here.
+# The least role each state-changing route needs, written out from docs/dashboard.md's tables ("who may do
+# what": the API keeps the same rules) and the brief's table for minted rows. A new state-changing route fails
+# the matrix until it has a line here.
 LEAST_ROLE = {
     # the front door
     "pages.login": "anyone", "pages.logout": "marketer", "pages.switch_workspace": "marketer",
