@@ -158,6 +158,8 @@ def test_another_workspaces_ids_are_not_found_and_change_nothing(app, world):
             cases = []
             if parameters:
                 cases.append(("path", concrete(rule, theirs.ids), {}))
+            if len(parameters) > 1:  # one id of theirs among ours: each is checked, not only the first
+                cases += [(f"path:{p}", concrete(rule, ours.ids, **{p: theirs.ids[p]}), {}) for p in parameters]
             if carried:
                 where, field, kind = carried
                 kinds.add(kind)
