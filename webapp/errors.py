@@ -7,6 +7,10 @@ from werkzeug.exceptions import HTTPException
 from models.core.errors import DomainError
 
 
+TOO_LARGE = ("That request is too large: a form or a JSON body takes at most 2 MiB, a field of a form at most "
+             "500 KB, and a CSV file 20 MiB.")
+
+
 def error_body(code: str, message: str, field: str | None = None, **extra) -> dict:
     body = {"code": code, "message": message}
     if field:
@@ -50,9 +54,10 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):
+        description = TOO_LARGE if exc.code == 413 else exc.description
         if wants_json():
-            return jsonify(error_body(exc.name.lower().replace(" ", "_"), exc.description)), exc.code
-        return page_or_message(exc.code, exc.description)
+            return jsonify(error_body(exc.name.lower().replace(" ", "_"), description)), exc.code
+        return page_or_message(exc.code, description)
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):

@@ -8,6 +8,7 @@ from models.accounts.tables import User
 from models.core.database import db
 from models.core.errors import Forbidden
 from webapp.auth import login_manager
+from webapp.redirects import same_site_path
 from models.core.runtime import runtime
 from webapp.views.context import is_htmx, memberships_of, viewer
 
@@ -17,10 +18,6 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-
-
-def _safe_next(target: str | None) -> str | None:
-    return target if target and target.startswith("/") and not target.startswith("//") else None
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -33,12 +30,12 @@ def login():
             # A fresh session on sign-in, so a session id planted before it is worth nothing.
             session.clear()
             login_user(user)
-            return redirect(_safe_next(request.form.get("next")) or url_for("pages.index"), code=303)
+            return redirect(same_site_path(request.form.get("next")) or url_for("pages.index"), code=303)
         flash("That email and password do not match.", "error")
-        return render_template("pages/login.html", email=email, next=request.form.get("next", "")), 401
+        return render_template("pages/login.html", email=email, next=same_site_path(request.form.get("next")) or ""), 401
     if current_user.is_authenticated:
         return redirect(url_for("pages.index"))
-    return render_template("pages/login.html", email="", next=_safe_next(request.args.get("next")) or "")
+    return render_template("pages/login.html", email="", next=same_site_path(request.args.get("next")) or "")
 
 
 @bp.post("/logout")
@@ -77,7 +74,8 @@ def switch_workspace():
 @login_manager.unauthorized_handler
 def _sign_in_first():
     """Not signed in: htmx is sent to the sign-in page whole; a browser is redirected to it."""
-    target = url_for("pages.login", next=request.full_path.rstrip("?") if request.method == "GET" else None)
+    back = same_site_path(request.full_path.rstrip("?")) if request.method == "GET" else None
+    target = url_for("pages.login", next=back)
     if is_htmx():
         response = make_response("Your session has ended; sign in again.", 401)
         response.headers["HX-Redirect"] = target

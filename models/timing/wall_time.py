@@ -58,6 +58,11 @@ def _known_zones() -> frozenset[str]:
     return frozenset(available_timezones())
 
 
+def is_known_zone(name: object) -> bool:
+    """True when ``name`` is an IANA zone this system knows (what :func:`load_zone` accepts)."""
+    return isinstance(name, str) and name in _known_zones()
+
+
 def load_zone(name: str) -> ZoneInfo:
     """Return the zone called ``name``, or raise :class:`InvalidTimezone` with a clear message."""
     if not isinstance(name, str) or not name or name not in _known_zones():

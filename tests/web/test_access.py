@@ -1,5 +1,12 @@
 """Every page and fragment, for each role, allowed and refused, with and without HX-Request."""
 
+import html
+import re
+
+import pytest
+
+from tests.web.conftest import make_action
+
 ROLES = ("marketer", "ops", "admin")
 RANK = {"marketer": 0, "ops": 1, "admin": 2}
 
@@ -77,14 +84,39 @@ def test_home_sends_marketers_to_the_calendar_and_ops_to_the_queue(acme, browser
     assert browser_for("ops").get("/").headers["Location"].endswith("/queue")
 
 
-def test_another_workspaces_rows_are_not_found(app, acme, browser_for):
-    from tests.conftest import make_world
-    from tests.web.conftest import make_action
+# -- redirect targets -----------------------------------------------------------------------
 
-    other = make_world(app, name="Globex")
-    theirs = make_action(app, other, minutes=30)
-    browser = browser_for("admin")
-    assert browser.get(f"/actions/{theirs}").status_code == 404
-    answer = browser.post(f"/actions/{theirs}/cancel", htmx=True)
-    assert answer.status_code == 404
-    assert browser.get(f"/posts/{acme.post + 1000}").status_code == 404
+OPEN_REDIRECTS = ["//evil.test", "/\\evil.test", "https://evil.test/", "javascript:alert(1)", "%2F%2Fevil.test",
+                  "/%2F/evil.test", "/%5Cevil.test", "https%3A%2F%2Fevil.test", "javascript%3Aalert(1)",
+                  "/%252F%252Fevil.test", "/\t/evil.test"]
+
+
+@pytest.mark.only_backend("sqlite")
+def test_sign_in_goes_back_only_to_a_path_on_this_site(app, world, browser_for):
+    from tests.web.conftest import PASSWORD, TOKEN
+
+    for target, expected in [(t, "/") for t in OPEN_REDIRECTS] + [("/queue?status=failed", "/queue?status=failed")]:
+        client = app.test_client()
+        page = client.get("/login", query_string={"next": target}).get_data(as_text=True)
+        kept = re.search(r'name="next" value="([^"]*)"', page).group(1)
+        assert kept == ("" if expected == "/" else html.escape(target)), (target, kept)
+        token = TOKEN.search(page).group(1)
+        answer = client.post("/login", data={"email": "ops@acme.test", "password": PASSWORD, "csrf_token": token,
+                                             "next": target})
+        assert answer.status_code == 303 and answer.headers["Location"] == expected, (target, answer.headers)
+    # Sent to sign in from a page, a person comes back to it.
+    client = app.test_client()
+    sent = client.get("/queue?status=failed")
+    assert sent.status_code == 302 and sent.headers["Location"] == "/login?next=/queue?status%3Dfailed"
+
+
+@pytest.mark.only_backend("sqlite")
+def test_a_row_change_goes_back_only_to_a_path_on_this_site(app, acme, browser_for):
+    ops = browser_for("ops")
+    for target in OPEN_REDIRECTS:
+        row = make_action(app, acme.world, minutes=90)
+        answer = ops.post(f"/actions/{row}/cancel", {"next": target})
+        assert answer.status_code == 303 and answer.headers["Location"] == f"/actions/{row}", target
+    row = make_action(app, acme.world, minutes=90)
+    answer = ops.post(f"/actions/{row}/cancel", {"next": "/queue?status=queued"})
+    assert answer.headers["Location"] == "/queue?status=queued"

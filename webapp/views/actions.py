@@ -24,6 +24,7 @@ from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput
 from models.core.runtime import runtime
 from models.core.time_input import parse_clock, parse_day, resolve_typed
+from webapp.redirects import same_site_path
 from webapp.views.context import Viewer, is_htmx, render_page, viewer
 from webapp.views.posts import post_url
 from webapp.views.wording import failure_reason, refusal_message
@@ -81,13 +82,9 @@ def render_row(row: ScheduledAction, *, status: int = 200, **extra):
     if status < 400 and request.method == "POST":
         if view.message:
             flash(view.message, view.message_kind)
-        return redirect(_safe_next() or url_for("actions.detail", action_id=row.id), code=303)
+        back = same_site_path(request.form.get("next"))
+        return redirect(back or url_for("actions.detail", action_id=row.id), code=303)
     return render_detail(row, status=status, message=view.message, message_kind=view.message_kind)
-
-
-def _safe_next() -> str | None:
-    target = request.form.get("next") or ""
-    return target if target.startswith("/") and not target.startswith("//") else None
 
 
 def refuse(action_id: int, error: DomainError, *, editing: bool = False):

@@ -16,7 +16,7 @@ from models.accounts.tables import Membership, Role, User, Workspace
 from models.core.database import db
 from models.core.errors import Forbidden
 from models.core.moves import Actor
-from models.timing.wall_time import to_local
+from models.timing.wall_time import is_known_zone, to_local
 
 
 class NoWorkspace(Forbidden):
@@ -38,13 +38,19 @@ class Viewer:
 
     @property
     def zone(self) -> str:
-        return self.workspace.timezone
+        """The zone pages read and show times in: the workspace's, or UTC while the stored one is garbage."""
+        return "UTC" if self.zone_problem else self.workspace.timezone
+
+    @property
+    def zone_problem(self) -> str | None:
+        """The stored zone when it is no zone at all (written around the checks), for the page's banner."""
+        return None if is_known_zone(self.workspace.timezone) else str(self.workspace.timezone)
 
     def can(self, needed: Role | str) -> bool:
         return self.role.allows(Role(needed))
 
     def local(self, instant: datetime | None) -> datetime | None:
-        return None if instant is None else to_local(instant, self.workspace.timezone)
+        return None if instant is None else to_local(instant, self.zone)
 
 
 def is_htmx() -> bool:

@@ -1,0 +1,85 @@
+"""A workspace holding one object of every id kind a route takes, for the access matrix and the walker.
+
+Objects are made the way people make them: rows and posts through the domain functions,
+everything the wings own through the API with the workspace's own tokens. ``ids`` maps
+each path parameter name found in the url map to an id of this workspace.
+"""
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import text
+
+from models.accounts.members import add_member
+from models.core.database import db, read_session, write_session
+from models.core.runtime import runtime
+from tests.web.conftest import claim_and, make_action, make_post, rows_of_post
+
+BASE_URL = "https://tickwork.example"
+STEPS = [{"delay": "PT0S", "subject": "Hi {{ contact.first_name }}", "body": "Hello"},
+         {"delay": "P2D", "subject": "Again", "body": "More"}]
+
+
+@dataclass
+class Furnished:
+    """A world and the ids of everything in it, by the name routes give them."""
+
+    world: object
+    ids: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+
+
+def _created(answer, what: str) -> dict:
+    assert answer.status_code in (200, 201), (what, answer.status_code, answer.get_data(as_text=True)[:500])
+    return answer.json
+
+
+def furnish(app, world, tag: str = "a") -> Furnished:
+    """One of everything in ``world``'s workspace; ``tag`` keeps names apart when called twice."""
+    client = app.test_client()
+    marketer, ops = world.auth("marketer"), world.auth("ops")
+    queued = make_action(app, world, minutes=60, target=f"queued-{tag}@example.test")
+    failed = make_action(app, world, minutes=-5, target=f"failed-{tag}@example.test")
+    claim_and(app, failed, "failed", message="mailbox unavailable (550)")
+    post = make_post(app, world, body=f"Fresh bread {tag}")
+    rule = _created(client.post("/api/v1/recurring", headers=marketer, json={
+        "action_type": "send_email", "channel": "main", "target_key": f"list-{tag}@example.test",
+        "payload": {"subject": "Digest"}, "rrule": "FREQ=DAILY", "starts_local": "2026-06-02T09:00"}), "rule")
+    contact = _created(client.post("/api/v1/contacts", headers=marketer,
+                                   json={"email": f"ann-{tag}@example.com", "name": "Ann"}), "contact")
+    campaign = _created(client.post("/api/v1/campaigns", headers=marketer,
+                                    json={"name": f"Welcome {tag}", "channel": "main", "steps": STEPS}), "campaign")
+    _created(client.post(f"/api/v1/campaigns/{campaign['id']}/activate", headers=marketer), "activate")
+    enrollment = _created(client.post(f"/api/v1/campaigns/{campaign['id']}/enrollments", headers=marketer,
+                                      json={"contact_id": contact["id"]}), "enrollment")
+    dry = _created(client.post(f"/api/v1/campaigns/{campaign['id']}/enrollments.csv?dry_run=1", headers=marketer,
+                               data=f"email,name\nbob-{tag}@example.com,Bob\n".encode(), content_type="text/csv"),
+                   "import")
+    work = _created(client.post("/api/v1/works", headers=ops, json={"name": f"Digest {tag}", "pipeline": "log"}),
+                    "work")
+    _created(client.put(f"/api/works/{work['id']}/schedule", headers=ops, json={"cadence": "daily"}), "schedule")
+    with app.app_context():
+        with write_session() as session:
+            spare = add_member(session, world.workspace_id, email=f"spare-{tag}-{world.workspace_id}@example.test",
+                               role="marketer", password="spare password 1", now=runtime().now())
+            spare_id = spare.id
+        with read_session() as session:
+            channel_id = session.scalar(text("SELECT id FROM channels WHERE workspace_id = :w AND name = 'main'"),
+                                        {"w": world.workspace_id})
+    ids = {"action_id": queued, "post_id": post, "channel_id": channel_id, "membership_id": spare_id,
+           "contact_id": contact["id"], "campaign_id": campaign["id"], "enrollment_id": enrollment["id"],
+           "rule_id": rule["id"], "work_id": work["id"], "import_id": dry["import_id"]}
+    return Furnished(world=world, ids=ids, extra={"failed": failed, "post_row": rows_of_post(app, world, post)[0].id})
+
+
+def snapshot(app) -> dict:
+    """Every row of every table, in key order: two snapshots differ exactly when something was written."""
+    with app.app_context(), db.engine.connect() as conn:
+        tables = {}
+        for table in db.metadata.sorted_tables:
+            order = list(table.primary_key.columns) or list(table.columns)
+            tables[table.name] = conn.execute(table.select().order_by(*order)).all()
+        return tables
+
+
+def changed_tables(before: dict, after: dict) -> list[str]:
+    return sorted(name for name in before if before[name] != after.get(name))
