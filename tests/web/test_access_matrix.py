@@ -47,6 +47,9 @@ LEAST_ROLE = {
     "contacts.create": "marketer", "contacts.update": "marketer", "contacts.unsubscribe": "marketer",
     "works.create": "ops", "works.delete": "ops", "works.pause": "ops", "works.resume": "ops", "works.run": "ops",
     "works.save_schedule": "ops",
+    "posts.import_upload": "marketer", "posts.import_commit": "marketer",
+    # a person's own calendar feed address: every member may make and revoke theirs
+    "feeds.make_feed": "marketer", "feeds.revoke_feed": "marketer",
     # the API: the same rules, by bearer token
     "api_actions.create": "marketer", "api_actions.cancel": "ops", "api_actions.reschedule": "ops",
     "api_actions.retry": "admin",
@@ -60,6 +63,7 @@ LEAST_ROLE = {
     "api_drips.remove": "ops", "api_drips.create_contact": "marketer", "api_drips.update_contact": "marketer",
     "api_drips.unsubscribe": "marketer",
     "api_works.create": "ops", "api_works.remove": "ops",
+    "api_post_imports.posts_csv": "marketer", "api_post_imports.commit_posts": "marketer",
     "api_work_schedules.put": "ops", "api_work_schedules.delete": "ops", "api_work_schedules.run": "ops",
 }
 PARAMETER_TOKENS = re.compile(r"<[^>]+>")
@@ -85,7 +89,7 @@ def plausible_form(ids: dict) -> dict:
             "shift": "+1h", "cadence": "daily", "enable": "1", "rrule": "FREQ=WEEKLY", "repeat": "daily",
             "starts_local": "2026-06-03T09:00", "pipeline": "log", "phone": "+15555550123",
             "contact": str(ids["contact_id"]), "post": str(ids["post_id"]), "subject": "Hi", "step_count": "1",
-            "channel": "main", "action_type": "send_email", "target_key": "x@example.test"}
+            "channel": "main", "action_type": "send_email", "target_key": "x@example.test", "status": "draft"}
 
 
 # A valid body for each API route that takes one (the API refuses fields it does not know); others get none.

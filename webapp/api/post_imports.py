@@ -17,7 +17,8 @@ from models.imports.runs import commit, dry_run
 from models.posts.import_csv import FATE_OF_CODE, MAX_POST_LINES, SCHEDULE, PostImport
 from webapp.api.parsing import json_body
 from webapp.api.serialize import iso
-from webapp.api.spec import errors, json_content
+from webapp.api.idempotency import idempotent
+from webapp.api.spec import IDEMPOTENCY_KEY, errors, json_content
 from webapp.auth import api_caller
 from webapp.uploads import takes_upload
 
@@ -62,6 +63,7 @@ def commit_report(result, new_rows: int) -> dict:
 
 @bp.post("/posts.csv")
 @takes_upload
+@idempotent
 def posts_csv():
     """Schedule posts from a CSV file; ``?dry_run=1`` answers the per-line report and an ``import_id`` to commit."""
     caller = api_caller()
@@ -81,6 +83,7 @@ def posts_csv():
 
 
 @bp.post("/posts/imports/<import_id>/commit")
+@idempotent
 def commit_posts(import_id: str):
     """Make exactly the posts the dry run accepted, re-checking each; list those whose fate changed."""
     caller = api_caller()
@@ -136,7 +139,8 @@ OPENAPI = {
     "paths": {
         "/api/v1/posts.csv": {
             "post": {
-                "summary": f"Schedule posts from a CSV file (up to {MAX_POST_LINES:,} lines; dry run with ?dry_run=1)",
+                "summary": f"Schedule posts from a CSV file (up to {MAX_POST_LINES:,} lines; dry run with ?dry_run=1; "
+                           "honours Idempotency-Key)",
                 "description": "Columns: body, targets (channel names), date and time (or local_time) in the "
                                "workspace's zone, optional media (links). Each line's fate: schedule (with the DST "
                                "note when the wall time does not exist or happens twice), bad_time, in_the_past, "
@@ -147,6 +151,7 @@ OPENAPI = {
                     {"name": "dry_run", "in": "query", "required": False, "schema": {"enum": ["1", "true"]}},
                     {"name": "status", "in": "query", "required": False, "schema": {"enum": list(STATUSES)},
                      "description": "without dry_run: make the posts approved, or drafts (the default)"},
+                    IDEMPOTENCY_KEY,
                 ],
                 "requestBody": {"required": True, "content": {
                     "text/csv": {"schema": {"type": "string"}, "example": _CSV_EXAMPLE},
@@ -164,7 +169,9 @@ OPENAPI = {
             "parameters": [{"name": "import_id", "in": "path", "required": True,
                             "schema": {"type": "string", "maxLength": 32}}],
             "post": {
-                "summary": "Make exactly the posts the dry run accepted, as drafts or approved",
+                "summary": "Make exactly the posts the dry run accepted, as drafts or approved (honours "
+                           "Idempotency-Key)",
+                "parameters": [IDEMPOTENCY_KEY],
                 "requestBody": {"required": False, **json_content({
                     "type": "object", "properties": {"status": {"enum": list(STATUSES)}},
                     "additionalProperties": False})},
