@@ -87,10 +87,14 @@ class DispatchOutcome:
     REVERTED = "reverted"  # back to queued, to be tried again
     FAILED = "failed"  # reason: the failure code
     MISSED = "missed"  # failed before any claim: reason missed_window / duplicate_of_published / attempts_exhausted
-    SKIPPED = "skipped"  # nothing done: reason not_found / cancelled / submitted / published / failed / not_due
+    SKIPPED = "skipped"  # nothing done: reason not_found / cancelled / submitted / published / failed / not_due / draining
     HELD = "held"  # still queued, due again when its channel has room: reason rate / concurrency / paused
     STOPPED = "stopped"  # cancelled instead of claimed: a wing's pre-send check said no (reason: the cancel kind)
     ERROR = "error"  # not touched: the database refused its delivery; still queued for the next tick
+
+
+# The reason of a row skipped because its process is stopping: still queued, for the next tick.
+DRAINING = "draining"
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,8 @@ class DispatchContext:
     ``pool`` runs the lanes of rows that call out side by side (the consumer's sending
     threads); without one they run one after another in the calling thread. A pool's
     threads have no app context, so a context with a pool needs its ``engine``.
+    ``draining`` says the process is stopping: a row not yet claimed is left queued for the
+    next tick (skipped, reason ``draining``), so a stop waits only for the sends in flight.
     """
 
     clock: Clock
@@ -121,14 +127,17 @@ class DispatchContext:
     hooks: Hooks = field(default_factory=Hooks)  # the wings' pre-send checks
     pool: Executor | None = None
     sleep: Callable[[float], None] = time.sleep  # how a lane waits for its channel's slot
+    draining: Callable[[], bool] = lambda: False
 
     @classmethod
-    def of(cls, runtime: Runtime, engine: Engine | None = None, pool: Executor | None = None) -> "DispatchContext":
+    def of(cls, runtime: Runtime, engine: Engine | None = None, pool: Executor | None = None,
+           draining: Callable[[], bool] | None = None) -> "DispatchContext":
         """The context of the app whose runtime this is."""
         if pool is not None and engine is None:
             raise ValueError("a dispatch with a pool of sending threads needs the engine: its threads have no app context")
         return cls(clock=runtime.clock, policy=runtime.policy, secret_box=runtime.secret_box, engine=engine,
-                   hooks=runtime.hooks, pool=pool)
+                   hooks=runtime.hooks, pool=pool, draining=draining or (lambda: False))
+
 
 
 def is_late(action: ScheduledAction, now: datetime, policy: Policy, late_from: datetime | None = None) -> bool:
@@ -194,6 +203,8 @@ def dispatch_actions(action_ids: list[int], context: DispatchContext, *,
             results[action_id] = DispatchResult(action_id, DispatchOutcome.SKIPPED, "not_found")
         elif looked.row.status != Status.QUEUED.value:
             results[action_id] = DispatchResult(action_id, DispatchOutcome.SKIPPED, looked.row.status)
+        elif context.draining():
+            results[action_id] = DispatchResult(action_id, DispatchOutcome.SKIPPED, DRAINING)
         elif is_local(looked.channel.kind):
             local.append((looked.row, looked.channel))
         else:
@@ -300,6 +311,8 @@ def _send_lane(lane: list[_Looked], context: DispatchContext, actor: Actor) -> d
 def _dispatch_one(looked: _Looked, limits, context: DispatchContext, actor: Actor, *, provider, http) -> DispatchResult:
     """Admit (or hold), claim, send and record one row that calls out, from the chunk's look at it."""
     row, channel = looked.row, looked.channel
+    if context.draining():  # checked before each claim: a stop waits for the sends in flight, not for the lane
+        return DispatchResult(row.id, DispatchOutcome.SKIPPED, DRAINING)
     slot = None
     with write_session(context.engine) as session:
         now = context.clock.now()

@@ -25,6 +25,7 @@ from models.core.database import read_session, write_session
 from models.channels.outbox import OutboxEntry
 from tests.conftest import ROOT, TEST_SECRET
 from tests.integration.clock_helpers import make_channel
+from tests.integration.outage_figures import record
 from models.core.runtime import runtime
 
 pytestmark = pytest.mark.slow
@@ -191,6 +192,57 @@ def test_a_consumer_killed_mid_chunk_sends_nothing_twice_and_leaves_only_its_sen
     published = final[("published", None)]
     assert len(hook.received) in range(published, published + lost + 1)
     assert sorted(set(hook.received) - set(ids)) == []
+
+
+def submitted_ids(app) -> set[int]:
+    with app.app_context(), read_session() as session:
+        return set(session.scalars(select(ScheduledAction.id).where(ScheduledAction.status == "submitted")))
+
+
+def test_sigterm_drains_the_sends_in_flight_and_claims_no_more(app, database_url, tmp_path, backend):
+    """What process managers send: the rows being sent when SIGTERM arrives end published (not in doubt),
+    no other row is claimed, and the consumer exits 0 within the provider timeout and the outcome's writes."""
+    from jobs.consumer import OUTCOME_WRITES_SECONDS
+
+    rows_count = 200
+    policy = {"provider_timeout": 3, "task_timeout": 4, "recovery_timeout": 6}
+    queue_url = f"sqlite:///{tmp_path / 'queue.db'}" if backend == "sqlite" else database_url
+    env = env_for(database_url, queue_url, policy)
+    with open(tmp_path / "consumer.log", "w") as log, Hook(delay=1.5) as hook:
+        workspace_id = make_channel(app, "webhook", {"url": hook.url}, HOOK_SECRET)
+        add_due_rows(app, workspace_id, rows_count)
+        consumer = subprocess.Popen(flask("consumer", "--workers", "4", "--no-periodic"), cwd=ROOT, env=env,
+                                    stdout=log, stderr=log)
+        try:
+            wait_until(lambda: len(live_heartbeats(app)) == 1, 60, "the consumer to start")
+            tick = subprocess.run(flask("tick"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+            assert tick.returncode == 0, tick.stderr
+            wait_until(lambda: len(submitted_ids(app)) >= 8, 30, "sends in flight")
+            in_flight = submitted_ids(app)
+            consumer.send_signal(signal.SIGTERM)
+            signalled = time.monotonic()
+            code = consumer.wait(timeout=policy["provider_timeout"] + OUTCOME_WRITES_SECONDS + 10)
+            took = time.monotonic() - signalled
+        finally:
+            stop(consumer)
+        time.sleep(0.5)  # any request the webhook is still answering would show here
+        received = dict(hook.received)
+    final = statuses(app)
+    log_text = (tmp_path / "consumer.log").read_text()
+    assert code == 0, log_text[-3000:]
+    assert took < policy["provider_timeout"] + OUTCOME_WRITES_SECONDS, took
+    assert set(received.values()) == {1}
+    with app.app_context(), read_session() as session:
+        published = set(session.scalars(select(ScheduledAction.id).where(ScheduledAction.status == "published")))
+    assert in_flight and in_flight <= published, "a send in flight at SIGTERM did not end published"
+    assert published == set(received)
+    # Nothing in doubt, nothing failed; the rows it had not claimed stay queued for the next tick.
+    assert set(final) == {("published", None), ("queued", None)}, final
+    assert final[("queued", None)] > 0, "the drain sent everything: SIGTERM came too late to test anything"
+    record("sigterm_drain", backend, rows=rows_count, in_flight_at_signal=len(in_flight),
+           published=len(published), sent_twice=sum(1 for n in received.values() if n > 1),
+           in_doubt=final.get(("submitted", None), 0) + final.get(("failed", "worker_lost"), 0),
+           left_queued=final[("queued", None)], seconds_to_exit=round(took, 2))
 
 
 def most_in_any_second(arrivals: list[float]) -> int:
