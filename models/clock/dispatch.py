@@ -59,6 +59,7 @@ from datetime import datetime
 
 from sqlalchemy import and_, bindparam, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 
 from models.actions import lifecycle
 from models.actions.tables import ActionHold, CancelKind, FailureCode, ScheduledAction, Status
@@ -576,9 +577,26 @@ def send(action: ScheduledAction, channel: Channel, context: DispatchContext, *,
 def record_outcome(
     action: ScheduledAction, channel_kind: str, result: SendResult, context: DispatchContext, actor: Actor
 ) -> DispatchResult:
-    """Step 3: one short write transaction turning the provider's outcome into a move."""
-    with write_session(context.engine) as session:
-        return _record_in(session, action, channel_kind, result, context.policy, actor, context.clock.now())
+    """Step 3: one short write transaction turning the provider's outcome into a move.
+
+    The provider has answered, so the outcome is worth waiting for: a database that refuses the
+    write for a moment (locked past its busy timeout, a connection killed, a server restarting)
+    is tried again until the time a task may take after its provider call is spent, well before
+    recovery would declare the row lost. Only then does it stay submitted, in doubt.
+    """
+    deadline = time.monotonic() + (context.policy.task_timeout - context.policy.provider_timeout).total_seconds()
+    delay = 0.1
+    while True:
+        try:
+            with write_session(context.engine) as session:
+                return _record_in(session, action, channel_kind, result, context.policy, actor, context.clock.now())
+        except OperationalError:
+            if time.monotonic() + delay > deadline:
+                raise
+            log.warning("action %s: the database refused its outcome for now; trying again in %.1f s",
+                        action.id, delay, exc_info=True)
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
 
 def _record_in(session, action: ScheduledAction, channel_kind: str, result: SendResult, policy: Policy,
