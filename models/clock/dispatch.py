@@ -438,9 +438,14 @@ def _deliver_locally_or_row_by_row(
 
     The failed transaction changed nothing, so the retry is safe, and a row the database
     keeps refusing holds up only itself: it stays queued (``error``) for the next tick.
+    A database that refuses the transaction itself (locked past its busy timeout, its disk
+    full, its connection gone) would refuse every row alone too, after as many busy
+    timeouts: that raises, and the clock job fails loudly with the reason.
     """
     try:
         return deliver_locally(rows, context, actor)
+    except OperationalError:
+        raise
     except Exception:
         if len(rows) == 1:
             log.exception("action %s: the local delivery failed; the row stays queued", rows[0][0].id)
