@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from sqlalchemy import select
 
+from jobs.clock import recover_once
 from models.actions.tables import ScheduledAction
 from models.clock.tables import ClockRun, ConsumerHeartbeat
 from models.core.database import read_session
@@ -62,8 +63,8 @@ def settle(app, env: dict) -> None:
     assert handed.returncode == 0, handed.stderr[-2000:]
     wait_until(lambda: statuses(app).get(("queued", None), 0) == 0, 90, "every queued row to be sent")
     time.sleep(POLICY["recovery_timeout"] + 0.2)
-    recovered = run_cli(env, "recover")
-    assert recovered.returncode == 0, recovered.stderr[-2000:]
+    with app.app_context():
+        recover_once()
     wait_until(lambda: statuses(app).get(("submitted", None), 0) == 0, 30, "no row to be left submitted")
 
 
