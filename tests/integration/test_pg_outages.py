@@ -20,11 +20,11 @@ from models.actions.tables import ScheduledAction
 from models.clock.tables import ClockRun, ConsumerHeartbeat
 from models.core.database import read_session
 from models.timing.clock import SystemClock
-from tests.conftest import PG_ADMIN_URL, ROOT, migrate
+from tests.conftest import PG_ADMIN_URL, ROOT, TEST_SECRET, migrate
 from tests.integration.clock_helpers import make_channel
 from tests.integration.outage_figures import record
 from tests.integration.test_clock_processes import (HOOK_SECRET, Hook, add_due_rows, env_for, flask, free_port,
-                                                    statuses, stop, wait_until)
+                                                    live_heartbeats, statuses, stop, wait_until)
 
 pytestmark = [pytest.mark.slow, pytest.mark.only_backend("postgresql")]
 
@@ -144,7 +144,8 @@ def private_cluster():
     if os.geteuid() == 0 and shutil.which("runuser") is None:
         pytest.skip("runuser is missing: the private cluster cannot be run as the postgres user")
     folder = Path(tempfile.mkdtemp(prefix="tickwork-pg-"))
-    shutil.chown(folder, "postgres") if os.geteuid() == 0 else None
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres")
     data, port = folder / "data", free_port()
     subprocess.run(_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres",
                              "--no-sync"), check=True, capture_output=True)
@@ -184,7 +185,7 @@ def test_a_private_cluster_stopped_and_started_mid_drain_costs_no_send_twice_and
 
     _, stop_cluster, start_cluster = private_cluster
     app = create_app({"TESTING": True, "SQLALCHEMY_DATABASE_URI": cluster_database_url,
-                      "SECRET_KEY": "test-secret-key-for-tickwork", "TICKWORK_QUEUE_URL": "immediate",
+                      "SECRET_KEY": TEST_SECRET, "TICKWORK_QUEUE_URL": "immediate",
                       "TICKWORK_CLOCK": SystemClock(), "TICKWORK_POLICY": POLICY})
     env = env_for(cluster_database_url, cluster_database_url, POLICY)
     inline = env_for(cluster_database_url, "immediate", POLICY)
@@ -197,7 +198,7 @@ def test_a_private_cluster_stopped_and_started_mid_drain_costs_no_send_twice_and
             web = web_process(env, port, log)
             try:
                 wait_until(lambda: healthz(port) is not None, 60, "the web process to answer")
-                wait_until(lambda: beat_after(app, SystemClock().now().replace(year=2000)), 60, "the consumer")
+                wait_until(lambda: len(live_heartbeats(app)) == 1, 60, "the consumer to start")
                 # The clock job itself drains inline, beside the consumer, so the outage cuts a clock run.
                 ticking = subprocess.Popen(flask("tick"), cwd=ROOT, env=inline, stdout=subprocess.PIPE,
                                            stderr=subprocess.PIPE, text=True)
@@ -206,6 +207,7 @@ def test_a_private_cluster_stopped_and_started_mid_drain_costs_no_send_twice_and
                 down_at = SystemClock().now()
                 _, tick_errors = ticking.communicate(timeout=60)
                 assert ticking.returncode != 0, "the tick went on without its database"
+                assert "clock job tick" in tick_errors and "OperationalError" in tick_errors, tick_errors[-2000:]
                 during = healthz(port)
                 assert during is None or during.status_code >= 500
                 time.sleep(2)
