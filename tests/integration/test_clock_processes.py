@@ -314,8 +314,10 @@ def free_port() -> int:
 
 @pytest.mark.only_backend("sqlite")  # serve is the single-box mode: SQLite and SqliteHuey
 def test_serve_runs_the_web_and_a_consumer_restarts_a_dead_child_and_stops_cleanly(app, database_url, tmp_path):
+    """... and on SIGTERM its consumer drains the sends in flight before it exits 0."""
     port = free_port()
-    env = env_for(database_url, f"sqlite:///{tmp_path / 'queue.db'}")
+    env = env_for(database_url, f"sqlite:///{tmp_path / 'queue.db'}",
+                  {"provider_timeout": 3, "task_timeout": 4, "recovery_timeout": 6})
     workspace_id = make_channel(app)
     with app.app_context(), write_session() as session:
         from models.channels.tables import Channel
@@ -348,8 +350,21 @@ def test_serve_runs_the_web_and_a_consumer_restarts_a_dead_child_and_stops_clean
         consumer_pid = int(started()[0].rsplit("pid ", 1)[1].rstrip(")"))
         os.kill(consumer_pid, signal.SIGKILL)
         wait_until(lambda: len(started()) == 2, 30, "the supervisor to restart the consumer")
-        serve.send_signal(signal.SIGTERM)
-        assert serve.wait(timeout=30) == 0
+        with Hook(delay=1.5) as hook:
+            add_due_rows(app, make_channel(app, "webhook", {"url": hook.url}, HOOK_SECRET, workspace="Hooks"), 100)
+            handed = subprocess.run(flask("tick"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+            assert handed.returncode == 0, handed.stderr
+            wait_until(lambda: len(submitted_ids(app)) >= 8, 30, "the restarted consumer to have sends in flight")
+            in_flight = submitted_ids(app)
+            serve.send_signal(signal.SIGTERM)
+            assert serve.wait(timeout=30) == 0
+        assert set(hook.received.values()) == {1}
+        final = statuses(app)
+        assert ("submitted", None) not in final and ("failed", "worker_lost") not in final, final
+        assert final[("queued", None)] > 0, "the stop waited for every row, not just the sends in flight"
+        with app.app_context(), read_session() as session:
+            published = set(session.scalars(select(ScheduledAction.id).where(ScheduledAction.status == "published")))
+        assert in_flight <= published, "a send in flight when serve was stopped did not end published"
         new_pid = int(started()[1].rsplit("pid ", 1)[1].rstrip(")"))
         with pytest.raises(ProcessLookupError):
             os.kill(new_pid, 0)
