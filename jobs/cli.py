@@ -63,7 +63,9 @@ def serve_command(host, port, web_workers, consumer_workers, consumers, works_wo
     """Run Tickwork on one box: a web process, a consumer and a works consumer, restarted if they die."""
     from flask import current_app
 
+    from jobs.consumer import drain_seconds
     from jobs.serve import Supervisor
+    from models.core.runtime import runtime
 
     # The shells above register what must hold before serving (the dashboard's static assets).
     problems = [problem for check in current_app.extensions.get("tickwork.serve_checks", ()) for problem in check()]
@@ -73,7 +75,8 @@ def serve_command(host, port, web_workers, consumer_workers, consumers, works_wo
 
     raise SystemExit(Supervisor.for_single_box(host=host, port=port, web_workers=web_workers,
                                                consumer_workers=consumer_workers, consumers=consumers,
-                                               works_workers=works_workers).run())
+                                               works_workers=works_workers,
+                                               drain=drain_seconds(runtime().policy)).run())
 
 
 @click.command("plugins")

@@ -4,7 +4,10 @@ of the ``works`` queue (work generations, one worker by default).
 A Huey consumer installs signal handlers, which only the main thread of a process may
 do, so the consumer is a child process, not a thread. The supervisor restarts a child
 that dies (waiting longer each time one dies young) and, on SIGINT or SIGTERM, stops
-both children (SIGTERM, then SIGKILL after a grace period) and exits.
+its children (SIGTERM, then SIGKILL after a grace period) and exits. A consumer drains its
+sends in flight on SIGTERM for up to the provider timeout (jobs.consumer), so the grace
+period is longer than that drain; the works consumer stops at once (a generation it cut
+is freed by recovery).
 """
 
 import os
@@ -14,7 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-GRACE_SECONDS = 15
+GRACE_SECONDS = 15  # at least; more when the consumers' drain is longer (see for_single_box)
 POLL_SECONDS = 0.5
 MAX_RESTART_DELAY = 30.0
 APP = "webapp:create_app()"
@@ -42,13 +45,15 @@ class Child:
 class Supervisor:
     children: list[Child]
     stopping: bool = field(default=False)
+    grace: float = GRACE_SECONDS
 
     @classmethod
     def for_single_box(cls, *, host: str, port: int, web_workers: int = 2, consumer_workers: int = 4,
-                       consumers: int = 1, works_workers: int = 1) -> "Supervisor":
+                       consumers: int = 1, works_workers: int = 1, drain: float = 0.0) -> "Supervisor":
         """A web child, ``consumers`` consumer children (only the first enqueues the clock jobs; any
         may, safely; one is enough on one box) and a consumer of the ``works`` queue, so a long
-        work generation never holds up a send."""
+        work generation never holds up a send. ``drain`` is how long a consumer may take to stop
+        (jobs.consumer.drain_seconds); the children get that and five seconds before SIGKILL."""
         if consumers < 1:
             raise ValueError("serve needs at least one consumer")
         python = sys.executable
@@ -59,7 +64,7 @@ class Supervisor:
         children += [Child(f"consumer-{n}", [*consumer, "--no-periodic"]) for n in range(2, consumers + 1)]
         children.append(Child("works-consumer", [python, "-m", "flask", "--app", APP, "consumer", "--queue", "works",
                                                  "--workers", str(works_workers), "--no-periodic"]))
-        return cls(children)
+        return cls(children, grace=max(GRACE_SECONDS, drain + 5))
 
     def _on_signal(self, signum, _frame):
         self.stopping = True
@@ -93,14 +98,14 @@ class Supervisor:
         for child in self.children:
             if child.alive():
                 child.process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + GRACE_SECONDS
+        deadline = time.monotonic() + self.grace
         for child in self.children:
             if child.process is None:
                 continue
             try:
                 child.process.wait(timeout=max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
-                _say(f"{child.name} did not stop within {GRACE_SECONDS}s; killing it")
+                _say(f"{child.name} did not stop within {self.grace:g}s; killing it")
                 os.killpg(child.process.pid, signal.SIGKILL)
                 child.process.wait()
         _say("stopped")

@@ -15,6 +15,10 @@ from models.core.runtime import runtime
 
 log = logging.getLogger("tickwork.jobs")
 
+# Set when this consumer process is asked to stop (jobs.consumer): its dispatches claim no
+# more rows, so the stop waits only for the sends already in flight.
+draining = threading.Event()
+
 _pools: dict[int, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
@@ -33,7 +37,8 @@ def dispatch_context() -> DispatchContext:
     rt = runtime()
     if huey.immediate:
         return DispatchContext.of(rt)
-    return DispatchContext.of(rt, engine=db.engine, pool=sending_pool(rt.policy.sends_in_flight))
+    return DispatchContext.of(rt, engine=db.engine, pool=sending_pool(rt.policy.sends_in_flight),
+                              draining=draining.is_set)
 
 
 @huey.task(name="dispatch")

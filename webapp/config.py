@@ -67,6 +67,12 @@ def finish_settings(config: dict, instance_path: str) -> None:
     check_database_url(uri)
     if uri.startswith("postgresql://") or uri.startswith("postgres://"):
         config["SQLALCHEMY_DATABASE_URI"] = "postgresql+psycopg://" + uri.split("://", 1)[1]
+    if config["SQLALCHEMY_DATABASE_URI"].startswith("postgresql"):
+        # A pooled connection may have died since it was last used (a restarted server, a killed
+        # backend, a failover): test it on checkout, so the outage costs no request or job an error.
+        options = dict(config.get("SQLALCHEMY_ENGINE_OPTIONS") or {})
+        options.setdefault("pool_pre_ping", True)
+        config["SQLALCHEMY_ENGINE_OPTIONS"] = options
     if uri.startswith("sqlite:///"):
         Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
 

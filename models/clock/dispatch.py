@@ -59,6 +59,7 @@ from datetime import datetime
 
 from sqlalchemy import and_, bindparam, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 
 from models.actions import lifecycle
 from models.actions.tables import ActionHold, CancelKind, FailureCode, ScheduledAction, Status
@@ -87,10 +88,14 @@ class DispatchOutcome:
     REVERTED = "reverted"  # back to queued, to be tried again
     FAILED = "failed"  # reason: the failure code
     MISSED = "missed"  # failed before any claim: reason missed_window / duplicate_of_published / attempts_exhausted
-    SKIPPED = "skipped"  # nothing done: reason not_found / cancelled / submitted / published / failed / not_due
+    SKIPPED = "skipped"  # nothing done: reason not_found / cancelled / submitted / published / failed / not_due / draining
     HELD = "held"  # still queued, due again when its channel has room: reason rate / concurrency / paused
     STOPPED = "stopped"  # cancelled instead of claimed: a wing's pre-send check said no (reason: the cancel kind)
     ERROR = "error"  # not touched: the database refused its delivery; still queued for the next tick
+
+
+# The reason of a row skipped because its process is stopping: still queued, for the next tick.
+DRAINING = "draining"
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,8 @@ class DispatchContext:
     ``pool`` runs the lanes of rows that call out side by side (the consumer's sending
     threads); without one they run one after another in the calling thread. A pool's
     threads have no app context, so a context with a pool needs its ``engine``.
+    ``draining`` says the process is stopping: a row not yet claimed is left queued for the
+    next tick (skipped, reason ``draining``), so a stop waits only for the sends in flight.
     """
 
     clock: Clock
@@ -121,14 +128,17 @@ class DispatchContext:
     hooks: Hooks = field(default_factory=Hooks)  # the wings' pre-send checks
     pool: Executor | None = None
     sleep: Callable[[float], None] = time.sleep  # how a lane waits for its channel's slot
+    draining: Callable[[], bool] = lambda: False
 
     @classmethod
-    def of(cls, runtime: Runtime, engine: Engine | None = None, pool: Executor | None = None) -> "DispatchContext":
+    def of(cls, runtime: Runtime, engine: Engine | None = None, pool: Executor | None = None,
+           draining: Callable[[], bool] | None = None) -> "DispatchContext":
         """The context of the app whose runtime this is."""
         if pool is not None and engine is None:
             raise ValueError("a dispatch with a pool of sending threads needs the engine: its threads have no app context")
         return cls(clock=runtime.clock, policy=runtime.policy, secret_box=runtime.secret_box, engine=engine,
-                   hooks=runtime.hooks, pool=pool)
+                   hooks=runtime.hooks, pool=pool, draining=draining or (lambda: False))
+
 
 
 def is_late(action: ScheduledAction, now: datetime, policy: Policy, late_from: datetime | None = None) -> bool:
@@ -194,6 +204,8 @@ def dispatch_actions(action_ids: list[int], context: DispatchContext, *,
             results[action_id] = DispatchResult(action_id, DispatchOutcome.SKIPPED, "not_found")
         elif looked.row.status != Status.QUEUED.value:
             results[action_id] = DispatchResult(action_id, DispatchOutcome.SKIPPED, looked.row.status)
+        elif context.draining():
+            results[action_id] = DispatchResult(action_id, DispatchOutcome.SKIPPED, DRAINING)
         elif is_local(looked.channel.kind):
             local.append((looked.row, looked.channel))
         else:
@@ -300,6 +312,8 @@ def _send_lane(lane: list[_Looked], context: DispatchContext, actor: Actor) -> d
 def _dispatch_one(looked: _Looked, limits, context: DispatchContext, actor: Actor, *, provider, http) -> DispatchResult:
     """Admit (or hold), claim, send and record one row that calls out, from the chunk's look at it."""
     row, channel = looked.row, looked.channel
+    if context.draining():  # checked before each claim: a stop waits for the sends in flight, not for the lane
+        return DispatchResult(row.id, DispatchOutcome.SKIPPED, DRAINING)
     slot = None
     with write_session(context.engine) as session:
         now = context.clock.now()
@@ -424,9 +438,14 @@ def _deliver_locally_or_row_by_row(
 
     The failed transaction changed nothing, so the retry is safe, and a row the database
     keeps refusing holds up only itself: it stays queued (``error``) for the next tick.
+    A database that refuses the transaction itself (locked past its busy timeout, its disk
+    full, its connection gone) would refuse every row alone too, after as many busy
+    timeouts: that raises, and the clock job fails loudly with the reason.
     """
     try:
         return deliver_locally(rows, context, actor)
+    except OperationalError:
+        raise
     except Exception:
         if len(rows) == 1:
             log.exception("action %s: the local delivery failed; the row stays queued", rows[0][0].id)
@@ -563,9 +582,26 @@ def send(action: ScheduledAction, channel: Channel, context: DispatchContext, *,
 def record_outcome(
     action: ScheduledAction, channel_kind: str, result: SendResult, context: DispatchContext, actor: Actor
 ) -> DispatchResult:
-    """Step 3: one short write transaction turning the provider's outcome into a move."""
-    with write_session(context.engine) as session:
-        return _record_in(session, action, channel_kind, result, context.policy, actor, context.clock.now())
+    """Step 3: one short write transaction turning the provider's outcome into a move.
+
+    The provider has answered, so the outcome is worth waiting for: a database that refuses the
+    write for a moment (locked past its busy timeout, a connection killed, a server restarting)
+    is tried again until the time a task may take after its provider call is spent, well before
+    recovery would declare the row lost. Only then does it stay submitted, in doubt.
+    """
+    deadline = time.monotonic() + (context.policy.task_timeout - context.policy.provider_timeout).total_seconds()
+    delay = 0.1
+    while True:
+        try:
+            with write_session(context.engine) as session:
+                return _record_in(session, action, channel_kind, result, context.policy, actor, context.clock.now())
+        except OperationalError:
+            if time.monotonic() + delay > deadline:
+                raise
+            log.warning("action %s: the database refused its outcome for now; trying again in %.1f s",
+                        action.id, delay, exc_info=True)
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
 
 def _record_in(session, action: ScheduledAction, channel_kind: str, result: SendResult, policy: Policy,

@@ -5,6 +5,7 @@ starts (so a run that dies leaves a trace with no ``finished_at``), then its sum
 its error when it ends. Each write is its own short transaction.
 """
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -18,6 +19,8 @@ from models.actions.tables import ActionEvent
 from models.clock.tables import ClockRun
 from models.core.database import write_session
 from models.timing.clock import Clock
+
+log = logging.getLogger("tickwork.clock")
 
 
 def start_run(kind: str, *, now: datetime, engine: Engine | None = None) -> int:
@@ -41,6 +44,9 @@ def run_recorded(kind: str, body: Callable[[int], dict], *, clock: Clock, engine
     try:
         summary = dict(body(run_id))
     except Exception as exc:
+        # Loudly, in every shell (the consumer's log, the command's stderr), before trying to record
+        # it: the database that failed the run may refuse the record too (locked, full, gone).
+        log.exception("clock job %s (run %s) failed", kind, run_id)
         finish_run(run_id, now=clock.now(), engine=engine, error=f"{type(exc).__name__}: {exc}",
                    summary={"duration_ms": round((time.monotonic() - started) * 1000)})
         raise

@@ -1,12 +1,14 @@
 """Drip-advance passes in a process of its own, each started at one instant in every racer, so they really race.
 
-    python -m tests.integration.drip_racer FOLDER PASSES
+    python -m tests.integration.drip_racer FOLDER PASSES [BATCH]
 
 Before each pass ``i`` the racer writes ``FOLDER/ready<i>-<pid>`` and waits for ``FOLDER/go<i>``,
 which holds the instant (Unix time) the pass starts at; the test writes it once every racer is
 ready. The app comes from the environment (TICKWORK_DATABASE_URL, ...), as ``tickwork
 drip-advance`` builds it, and each pass is the function that command and the periodic task run.
-Each summary is printed as a JSON line.
+Each summary is printed as a JSON line. ``BATCH`` shrinks the pass's batches (``models.drips.advance.BATCH``)
+so that a few hundred enrollments make many short write transactions for the racers to interleave, as
+thousands would in production.
 """
 
 import json
@@ -27,6 +29,10 @@ def _wait_for(go: Path) -> None:
 def main() -> None:
     folder, passes = Path(sys.argv[1]), int(sys.argv[2])
     from jobs.clock import drip_advance_once
+    from models.drips import advance
+
+    if len(sys.argv) > 3:
+        advance.BATCH = int(sys.argv[3])
     from models.core.database import db
     from webapp import create_app
 

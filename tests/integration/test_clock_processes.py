@@ -25,6 +25,7 @@ from models.core.database import read_session, write_session
 from models.channels.outbox import OutboxEntry
 from tests.conftest import ROOT, TEST_SECRET
 from tests.integration.clock_helpers import make_channel
+from tests.integration.outage_figures import record
 from models.core.runtime import runtime
 
 pytestmark = pytest.mark.slow
@@ -114,21 +115,34 @@ def statuses(app) -> Counter:
             .group_by(ScheduledAction.status, ScheduledAction.failure_code))})
 
 
-def test_four_racing_inline_ticks_send_every_action_exactly_once_with_a_valid_signature(app, database_url):
+def test_four_racing_inline_ticks_send_every_action_exactly_once_with_a_valid_signature(app, database_url, tmp_path,
+                                                                                       backend):
+    """Four tick processes released at one instant over the same due rows: each row is sent once, and at
+    least two of them won rows (else no race was run)."""
     with Hook() as hook:
         workspace_id = make_channel(app, "webhook", {"url": hook.url}, HOOK_SECRET)
         ids = add_due_rows(app, workspace_id, ROWS)
         env = env_for(database_url, "immediate")
-        ticks = [subprocess.Popen(flask("tick"), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True) for _ in range(4)]
-        outputs = [tick.communicate(timeout=150) for tick in ticks]
+        ticks = [subprocess.Popen([sys.executable, "-m", "tests.integration.clock_racer", str(tmp_path)], cwd=ROOT,
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(4)]
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.glob("ready-*"))) < len(ticks):  # all four started and connected
+            assert time.monotonic() < deadline and all(t.poll() is None for t in ticks), "a racer died or hung"
+            time.sleep(0.05)
+        (tmp_path / "go").write_text(str(time.time() + 0.2))
+        outputs = [tick.communicate(timeout=240) for tick in ticks]  # a hang guard; a loaded box is slow
         assert [tick.returncode for tick in ticks] == [0] * 4, [err[-2000:] for _, err in outputs]
         summaries = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
         assert sorted(hook.received) == ids
         assert set(hook.received.values()) == {1}
         assert hook.bad_signatures == 0
     assert statuses(app) == {("published", None): ROWS}
-    assert sum(s["outcomes"].get("published", 0) for s in summaries) == ROWS
+    won = [s["outcomes"].get("published", 0) for s in summaries]
+    assert sum(won) == ROWS
+    assert sum(1 for n in won if n) >= 2, f"only one racer won rows ({won}): no race was run"
+    record("racing_ticks", backend, racers=4, rows=ROWS, won_per_racer=won,
+           sent_twice=sum(1 for n in hook.received.values() if n > 1), lost=ROWS - len(hook.received))
 
 
 def wait_until(predicate, timeout: float, what: str):
@@ -172,11 +186,14 @@ def test_a_consumer_killed_mid_chunk_sends_nothing_twice_and_leaves_only_its_sen
         second = subprocess.Popen(flask("consumer", "--workers", "4"), cwd=ROOT, env=env, stdout=log, stderr=log)
         try:
             wait_until(lambda: statuses(app).get(("queued", None), 0) == 0, 90, "the restarted consumer to drain")
+            time.sleep(3.2)  # the recovery timeout, so that rows the killed consumer held count as lost
+            recovery = subprocess.run(flask("recover"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+            assert recovery.returncode == 0, recovery.stderr
+            # Only the killed consumer's rows were left in flight; the survivor's own sends end recorded
+            # before it is stopped, so a stop cannot add rows in doubt of its own.
+            wait_until(lambda: statuses(app).get(("submitted", None), 0) == 0, 30, "no row to be left submitted")
         finally:
             stop(second)
-        time.sleep(3.2)  # the recovery timeout, so that rows the killed consumer held count as lost
-        recovery = subprocess.run(flask("recover"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-        assert recovery.returncode == 0, recovery.stderr
         assert set(hook.received.values()) == {1}, "an action reached the webhook twice"
         assert hook.bad_signatures == 0
         final = statuses(app)
@@ -191,6 +208,60 @@ def test_a_consumer_killed_mid_chunk_sends_nothing_twice_and_leaves_only_its_sen
     published = final[("published", None)]
     assert len(hook.received) in range(published, published + lost + 1)
     assert sorted(set(hook.received) - set(ids)) == []
+    record("consumer_sigkill", backend, rows=ROWS, sent_before_kill=sent_before_restart, published=published,
+           in_doubt=lost, sent_twice=sum(1 for n in hook.received.values() if n > 1),
+           lost=ROWS - published - lost)
+
+
+def submitted_ids(app) -> set[int]:
+    with app.app_context(), read_session() as session:
+        return set(session.scalars(select(ScheduledAction.id).where(ScheduledAction.status == "submitted")))
+
+
+def test_sigterm_drains_the_sends_in_flight_and_claims_no_more(app, database_url, tmp_path, backend):
+    """What process managers send: the rows being sent when SIGTERM arrives end published (not in doubt),
+    no other row is claimed, and the consumer exits 0 within the provider timeout and the outcome's writes."""
+    from jobs.consumer import OUTCOME_WRITES_SECONDS
+
+    rows_count = 200
+    policy = {"provider_timeout": 3, "task_timeout": 4, "recovery_timeout": 6}
+    queue_url = f"sqlite:///{tmp_path / 'queue.db'}" if backend == "sqlite" else database_url
+    env = env_for(database_url, queue_url, policy)
+    with open(tmp_path / "consumer.log", "w") as log, Hook(delay=1.5) as hook:
+        workspace_id = make_channel(app, "webhook", {"url": hook.url}, HOOK_SECRET)
+        add_due_rows(app, workspace_id, rows_count)
+        consumer = subprocess.Popen(flask("consumer", "--workers", "4", "--no-periodic"), cwd=ROOT, env=env,
+                                    stdout=log, stderr=log)
+        try:
+            wait_until(lambda: len(live_heartbeats(app)) == 1, 60, "the consumer to start")
+            tick = subprocess.run(flask("tick"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+            assert tick.returncode == 0, tick.stderr
+            wait_until(lambda: len(submitted_ids(app)) >= 8, 30, "sends in flight")
+            in_flight = submitted_ids(app)
+            consumer.send_signal(signal.SIGTERM)
+            signalled = time.monotonic()
+            code = consumer.wait(timeout=policy["provider_timeout"] + OUTCOME_WRITES_SECONDS + 10)
+            took = time.monotonic() - signalled
+        finally:
+            stop(consumer)
+        time.sleep(0.5)  # any request the webhook is still answering would show here
+        received = dict(hook.received)
+    final = statuses(app)
+    log_text = (tmp_path / "consumer.log").read_text()
+    assert code == 0, log_text[-3000:]
+    assert took < policy["provider_timeout"] + OUTCOME_WRITES_SECONDS, took
+    assert set(received.values()) == {1}
+    with app.app_context(), read_session() as session:
+        published = set(session.scalars(select(ScheduledAction.id).where(ScheduledAction.status == "published")))
+    assert in_flight and in_flight <= published, "a send in flight at SIGTERM did not end published"
+    assert published == set(received)
+    # Nothing in doubt, nothing failed; the rows it had not claimed stay queued for the next tick.
+    assert set(final) == {("published", None), ("queued", None)}, final
+    assert final[("queued", None)] > 0, "the drain sent everything: SIGTERM came too late to test anything"
+    record("sigterm_drain", backend, rows=rows_count, in_flight_at_signal=len(in_flight),
+           published=len(published), sent_twice=sum(1 for n in received.values() if n > 1),
+           in_doubt=final.get(("submitted", None), 0) + final.get(("failed", "worker_lost"), 0),
+           left_queued=final[("queued", None)], seconds_to_exit=round(took, 2))
 
 
 def most_in_any_second(arrivals: list[float]) -> int:
@@ -243,8 +314,10 @@ def free_port() -> int:
 
 @pytest.mark.only_backend("sqlite")  # serve is the single-box mode: SQLite and SqliteHuey
 def test_serve_runs_the_web_and_a_consumer_restarts_a_dead_child_and_stops_cleanly(app, database_url, tmp_path):
+    """... and on SIGTERM its consumer drains the sends in flight before it exits 0."""
     port = free_port()
-    env = env_for(database_url, f"sqlite:///{tmp_path / 'queue.db'}")
+    env = env_for(database_url, f"sqlite:///{tmp_path / 'queue.db'}",
+                  {"provider_timeout": 3, "task_timeout": 4, "recovery_timeout": 6})
     workspace_id = make_channel(app)
     with app.app_context(), write_session() as session:
         from models.channels.tables import Channel
@@ -277,8 +350,21 @@ def test_serve_runs_the_web_and_a_consumer_restarts_a_dead_child_and_stops_clean
         consumer_pid = int(started()[0].rsplit("pid ", 1)[1].rstrip(")"))
         os.kill(consumer_pid, signal.SIGKILL)
         wait_until(lambda: len(started()) == 2, 30, "the supervisor to restart the consumer")
-        serve.send_signal(signal.SIGTERM)
-        assert serve.wait(timeout=30) == 0
+        with Hook(delay=1.5) as hook:
+            add_due_rows(app, make_channel(app, "webhook", {"url": hook.url}, HOOK_SECRET, workspace="Hooks"), 100)
+            handed = subprocess.run(flask("tick"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+            assert handed.returncode == 0, handed.stderr
+            wait_until(lambda: len(submitted_ids(app)) >= 8, 30, "the restarted consumer to have sends in flight")
+            in_flight = submitted_ids(app)
+            serve.send_signal(signal.SIGTERM)
+            assert serve.wait(timeout=30) == 0
+        assert set(hook.received.values()) == {1}
+        final = statuses(app)
+        assert ("submitted", None) not in final and ("failed", "worker_lost") not in final, final
+        assert final[("queued", None)] > 0, "the stop waited for every row, not just the sends in flight"
+        with app.app_context(), read_session() as session:
+            published = set(session.scalars(select(ScheduledAction.id).where(ScheduledAction.status == "published")))
+        assert in_flight <= published, "a send in flight when serve was stopped did not end published"
         new_pid = int(started()[1].rsplit("pid ", 1)[1].rstrip(")"))
         with pytest.raises(ProcessLookupError):
             os.kill(new_pid, 0)

@@ -25,6 +25,7 @@ from models.core.policy import DEFAULT_POLICY
 from models.core.runtime import runtime
 from models.timing.clock import SystemClock
 from tests.conftest import ROOT, TEST_SECRET
+from tests.integration.outage_figures import record
 from tests.integration.drip_helpers import BASE_URL, advance, campaign, contacts, enroll, enrollments, tick
 
 pytestmark = pytest.mark.slow
@@ -101,10 +102,10 @@ def _webhook_campaign(app, world, hook: Hook, steps) -> int:
 class Racers:
     """Processes each running drip-advance passes; the test starts each pass in all of them at one instant."""
 
-    def __init__(self, env: dict, folder: Path, count: int = 3, passes: int = 2):
+    def __init__(self, env: dict, folder: Path, count: int = 3, passes: int = 2, batch: int = 20):
         self.folder, self.count = folder, count
         self.processes = [subprocess.Popen([sys.executable, "-m", "tests.integration.drip_racer", str(folder),
-                                            str(passes)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                            str(passes), str(batch)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                            stderr=subprocess.PIPE, text=True) for _ in range(count)]
 
     def run(self, index: int) -> list[dict]:
@@ -135,20 +136,25 @@ def _overlapped(app, summaries: list[dict]) -> bool:
 
 def test_three_drip_advance_processes_over_hundreds_of_due_enrollments_send_each_step_exactly_once(app, world,
                                                                                                    database_url,
-                                                                                                   tmp_path):
+                                                                                                   tmp_path, backend):
     with Hook() as hook:
         campaign_id = _webhook_campaign(app, world, hook, STEPS)
-        racers = Racers(env_for(database_url, "immediate"), tmp_path)
+        # A real queue, as the consumers that run drip-advance have: each batch hands its rows due soon to it.
+        racers = Racers(env_for(database_url, f"sqlite:///{tmp_path / 'queue.db'}"), tmp_path)
         for step in (0, 1):
             summaries = racers.run(step)
             # They raced: their passes overlapped, and between them each step was minted exactly once.
             assert _overlapped(app, summaries), summaries
             assert sum(s["minted"] for s in summaries) == ENROLLED, summaries
+            won = [s["minted"] for s in summaries]
+            assert sum(1 for n in won if n) >= 2, f"only one racer minted steps ({won}): no race was run"
             assert sum(s["settled"] for s in summaries) == (ENROLLED if step else 0), summaries
             tick(app)
         racers.finish()
         assert set(hook.received.values()) == {1}
         assert len(hook.received) == 2 * ENROLLED
+        record("racing_drip_advance", backend, racers=3, steps=2 * ENROLLED, minted_per_racer_second_step=won,
+               sent_twice=sum(1 for n in hook.received.values() if n > 1), lost=2 * ENROLLED - len(hook.received))
     assert advance(app)["settled"] == ENROLLED
     assert Counter((e.status, e.current_step) for e in enrollments(app, campaign_id)) == {("completed", 2): ENROLLED}
 
@@ -182,7 +188,7 @@ def _stop(process: subprocess.Popen) -> None:
 def test_a_consumer_killed_mid_drain_sends_no_drip_step_twice(app, world, database_url, tmp_path, backend):
     queue_url = f"sqlite:///{tmp_path / 'queue.db'}" if backend == "sqlite" else database_url
     env = env_for(database_url, queue_url, POLICY)
-    with open(tmp_path / "consumer.log", "w") as log, Hook(delay=0.01) as hook:
+    with open(tmp_path / "consumer.log", "w") as log, Hook(delay=0.05) as hook:
         campaign_id = _webhook_campaign(app, world, hook, STEPS[:1])
         minted = subprocess.run(flask("drip-advance"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert minted.returncode == 0, minted.stderr
@@ -203,16 +209,23 @@ def test_a_consumer_killed_mid_drain_sends_no_drip_step_twice(app, world, databa
             handed = subprocess.run(flask("tick"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
             assert handed.returncode == 0, handed.stderr
             _wait_until(lambda: _statuses(app).get(("queued", None), 0) == 0, 90, "the restarted consumer to drain")
+            time.sleep(POLICY["recovery_timeout"] + 0.2)  # rows the killed consumer held now count as lost
+            with app.app_context():
+                recover_once()
+            # Only the killed consumer's rows were in doubt: the survivor's sends are recorded before it stops.
+            _wait_until(lambda: _statuses(app).get(("submitted", None), 0) == 0, 30, "no row to be left submitted")
         finally:
             _stop(second)
-        time.sleep(POLICY["recovery_timeout"] + 0.2)  # rows the killed consumer held now count as lost
-        with app.app_context():
-            recover_once()
         advance(app)
         assert set(hook.received.values()) == {1}, "a drip step reached the webhook twice"
     final = _statuses(app)
     assert set(final) <= {("published", None), ("failed", "worker_lost")}, final
-    # At most the consumer's sending threads' worth were in flight when it died.
-    assert final[("failed", "worker_lost")] <= DEFAULT_POLICY.sends_in_flight
+    # The kill cut sends in flight, at most the consumer's sending threads' worth.
+    lost = final[("failed", "worker_lost")]
+    assert lost >= 1, "the kill cut no send in flight: nothing was tested"
+    assert lost <= DEFAULT_POLICY.sends_in_flight
+    record("drip_consumer_sigkill", backend, rows=ENROLLED, published=final[("published", None)], in_doubt=lost,
+           sent_twice=sum(1 for n in hook.received.values() if n > 1),
+           lost=ENROLLED - final[("published", None)] - lost)
     # A lost worker's step counts as sent (outcome unknown) and is never sent again: every enrollment completes.
     assert Counter(e.status for e in enrollments(app, campaign_id)) == {"completed": ENROLLED}

@@ -22,3 +22,13 @@ def test_extra_consumers_drain_but_leave_the_clock_jobs_to_the_first():
 def test_serve_refuses_zero_consumers():
     with pytest.raises(ValueError):
         Supervisor.for_single_box(host="127.0.0.1", port=5000, consumers=0)
+
+
+def test_serve_waits_for_its_consumers_drain_before_killing_them():
+    from jobs.consumer import drain_seconds
+    from models.core.policy import Policy
+
+    drain = drain_seconds(Policy())  # the 30 s provider timeout and the outcome's writes
+    assert drain > 30
+    assert Supervisor.for_single_box(host="127.0.0.1", port=5000, drain=drain).grace > drain
+    assert Supervisor.for_single_box(host="127.0.0.1", port=5000).grace >= 15
