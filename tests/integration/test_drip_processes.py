@@ -127,6 +127,16 @@ class Racers:
             _, errors = process.communicate(timeout=60)  # also closes the pipes
             assert process.returncode == 0, errors[-2000:]
 
+    def __enter__(self) -> "Racers":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """After a failed assertion too: no racer is left running, no pipe left open for a later test to trip on."""
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+            process.communicate()
+
 
 def _overlapped(app, summaries: list[dict]) -> bool:
     with app.app_context(), read_session() as session:
@@ -140,17 +150,17 @@ def test_three_drip_advance_processes_over_hundreds_of_due_enrollments_send_each
     with Hook() as hook:
         campaign_id = _webhook_campaign(app, world, hook, STEPS)
         # A real queue, as the consumers that run drip-advance have: each batch hands its rows due soon to it.
-        racers = Racers(env_for(database_url, f"sqlite:///{tmp_path / 'queue.db'}"), tmp_path)
-        for step in (0, 1):
-            summaries = racers.run(step)
-            # They raced: their passes overlapped, and between them each step was minted exactly once.
-            assert _overlapped(app, summaries), summaries
-            assert sum(s["minted"] for s in summaries) == ENROLLED, summaries
-            won = [s["minted"] for s in summaries]
-            assert sum(1 for n in won if n) >= 2, f"only one racer minted steps ({won}): no race was run"
-            assert sum(s["settled"] for s in summaries) == (ENROLLED if step else 0), summaries
-            tick(app)
-        racers.finish()
+        with Racers(env_for(database_url, f"sqlite:///{tmp_path / 'queue.db'}"), tmp_path) as racers:
+            for step in (0, 1):
+                summaries = racers.run(step)
+                # They raced: their passes overlapped, and between them each step was minted exactly once.
+                assert _overlapped(app, summaries), summaries
+                assert sum(s["minted"] for s in summaries) == ENROLLED, summaries
+                won = [s["minted"] for s in summaries]
+                assert sum(1 for n in won if n) >= 2, f"only one racer minted steps ({won}): no race was run"
+                assert sum(s["settled"] for s in summaries) == (ENROLLED if step else 0), summaries
+                tick(app)
+            racers.finish()
         assert set(hook.received.values()) == {1}
         assert len(hook.received) == 2 * ENROLLED
         record("racing_drip_advance", backend, racers=3, steps=2 * ENROLLED, minted_per_racer_second_step=won,
