@@ -38,6 +38,7 @@ from sqlalchemy.orm import Session
 
 from models.actions import lifecycle
 from models.accounts.tables import Workspace
+from models.actions.archived_keys import archived_blocking_keys
 from models.actions.tables import ACTIVE_STATUSES, CancelKind, Origin, ScheduledAction, Status, blocks_minting_again
 from models.clock.runs import run_recorded
 from models.core.database import read_session, write_session
@@ -120,7 +121,9 @@ def decide(session: Session, post: Post, *, now: datetime, policy: Policy) -> De
         decision.instant = resolve_post_time(post, zone).instant
         decision.payload = post_payload(post)
         targets = {channel.name: channel for channel in post_targets(session, post.id)}
-        gated = terminal_history_keys(rows)
+        # Retention keeps the keys of the history it archived: they gate as the live rows do.
+        gated = terminal_history_keys(rows) | {
+            target for _, target in archived_blocking_keys(session, post.workspace_id, {ACTION_TYPE}, {post.thing_id})}
         for name, channel in targets.items():
             row = active.get(name)
             if row is None:

@@ -1,0 +1,293 @@
+"""Retention: old terminal chains go to monthly archive files, whole, verified, then pruned; the gates hold.
+
+Retention is one day here (``TICKWORK_RETENTION_DAYS``), so the clock moves days, not months.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+import sqlite_utils
+from sqlalchemy import func, insert, select, text
+from sqlalchemy.exc import IntegrityError
+
+from models.actions import lifecycle
+from models.actions.archived_keys import ArchivedKey
+from models.actions.guard import PublishGuardViolation, classify_integrity_error
+from models.actions.tables import ActionEvent, CancelKind, ScheduledAction
+from models.clock.tables import ClockRun, ConsumerHeartbeat
+from models.channels.outbox import OutboxEntry
+from models.core.database import read_session, write_session
+from models.core.moves import Actor
+from models.core.runtime import runtime
+from models.recurring.expander import expand_rule
+from models.recurring.tables import RecurringSchedule
+from models.retention.archiving import Batch, run_archive, take_lease
+from models.retention.settings import retention_from_config
+from models.retention.tables import ArchivedAction
+from tests.conftest import ROOT, TEST_SECRET
+from tests.factories import add_action
+from tests.integration.clock_helpers import tick
+from tests.integration.recurring_helpers import expand, make_rule, rule_rows
+
+JOB = Actor.job("test")
+
+
+@pytest.fixture
+def archive_dir(tmp_path):
+    directory = tmp_path / "archive"
+    directory.mkdir()
+    return directory
+
+
+@pytest.fixture
+def app_config(app_config, archive_dir):
+    app_config.update(TICKWORK_RETENTION_DAYS=1, TICKWORK_ARCHIVE_DIR=str(archive_dir))
+    return app_config
+
+
+def archive(app, **kwargs) -> dict:
+    with app.app_context():
+        rt = runtime()
+        return run_archive(clock=rt.clock, settings=retention_from_config(app.config), **kwargs)
+
+
+def live_ids(app) -> set[int]:
+    with app.app_context(), read_session() as session:
+        return set(session.scalars(select(ScheduledAction.id)))
+
+
+def archived_files(app) -> dict[int, str]:
+    with app.app_context(), read_session() as session:
+        return dict(session.execute(select(ArchivedAction.action_id, ArchivedAction.file)).all())
+
+
+def archive_count(archive_dir, table: str, where: str = "1 = 1") -> int:
+    total = 0
+    for path in archive_dir.glob("tickwork-archive-*.db"):
+        total += sqlite_utils.Database(path).execute(f"SELECT count(*) FROM {table} WHERE {where}").fetchone()[0]
+    return total
+
+
+def publish_now(app, action_id):
+    with app.app_context(), write_session() as session:
+        now = runtime().now()
+        claimed = lifecycle.claim(session, action_id, now=now, actor=JOB)
+        assert claimed.ok
+        assert lifecycle.publish(session, action_id, claim_token=claimed.row.claim_token, provider_id="p",
+                                 now=now, actor=JOB).ok
+
+
+def test_archived_published_keys_are_refused_every_way_they_could_be_sent_again(client, app, world, clock):
+    # A post, sent; a recurring slot, sent; an API action with a thing, sent.
+    post = client.post("/api/v1/posts", headers=world.auth("marketer"),
+                       json={"body": "Fresh bread", "targets": ["main"], "local_time": "2026-06-01T08:30"}).json
+    assert client.post(f"/api/v1/posts/{post['id']}/approve", headers=world.auth("marketer")).status_code == 200
+    rule = make_rule(client, world, starts_local="2026-06-01T09:00")
+    expand(app)
+    api_row = add_action(app, world, thing_id="invoice-7", target_key="ann@example.test", publish_at=clock.now())
+    clock.advance(minutes=62)  # 09:02 New York: the post's 08:30 and the rule's 09:00 are due (within its grace)
+    tick(app)  # sends all three
+    slot_rows = rule_rows(app, rule["id"], statuses=["published"])
+    assert len(slot_rows) == 1, [(r.status, r.publish_at, r.last_error) for r in rule_rows(app, rule["id"])][:3]
+    published = {row.id for row in slot_rows} | {api_row}
+    with app.app_context(), read_session() as session:
+        post_rows = list(session.scalars(select(ScheduledAction).where(ScheduledAction.thing_id == f"post:{post['id']}")))
+    assert [row.status for row in post_rows] == ["published"]
+    published.add(post_rows[0].id)
+
+    # Two days on the rule's later slots are cancelled (paused), so only terminal rows are left, and archived.
+    assert client.post(f"/api/v1/recurring/{rule['id']}/pause", headers=world.auth("marketer"),
+                       json={"note": "off"}).status_code == 200
+    clock.advance(days=2)
+    summary = archive(app)
+    assert summary["actions"] >= 3 and published.isdisjoint(live_ids(app))
+    assert set(archived_files(app)) >= published
+
+    # The reconciler: unapprove and approve the post again; its sent target is never queued again.
+    assert client.post(f"/api/v1/posts/{post['id']}/unapprove", headers=world.auth("marketer")).status_code == 200
+    assert client.patch(f"/api/v1/posts/{post['id']}", headers=world.auth("marketer"),
+                        json={"local_time": "2026-06-09T09:00"}).status_code == 200
+    again = client.post(f"/api/v1/posts/{post['id']}/approve", headers=world.auth("marketer"))
+    assert again.status_code == 200 and again.json["status"] == "approved", again.json
+    from jobs.clock import reconcile_once
+    with app.app_context():
+        assert reconcile_once()["inserted"] == 0
+    with app.app_context(), read_session() as session:
+        assert session.scalar(select(func.count()).select_from(ScheduledAction)
+                              .where(ScheduledAction.thing_id == f"post:{post['id']}")) == 0
+
+    # The expander: asked to materialize again from before the archived slot, it skips it.
+    with app.app_context(), write_session() as session:
+        stored = session.get(RecurringSchedule, rule["id"])
+        stored.status = "active"  # resumed by hand: the expander itself is what is tested
+        done = expand_rule(session, stored, now=runtime().now(), policy=runtime().policy, actor=JOB,
+                           since=slot_rows[0].publish_at - timedelta(minutes=1))
+        assert slot_rows[0].thing_id not in {row.thing_id for row in done.new_rows}
+        assert done.counts["skip_terminal"] >= 1
+
+    # The API: the same key again is refused.
+    answer = client.post("/api/v1/actions", headers=world.auth("admin"), json={
+        "action_type": "send_email", "channel": "main", "target_key": "ann@example.test", "thing_id": "invoice-7",
+        "payload": {"body": "again"}, "publish_at": (clock.now() + timedelta(hours=1)).isoformat()})
+    assert answer.status_code == 409, answer.json
+
+    # The guard itself: a raw insert of an active row with an archived published key.
+    with app.app_context():
+        with pytest.raises(IntegrityError) as caught:
+            with write_session() as session:
+                session.execute(insert(ScheduledAction).values(
+                    workspace_id=world.workspace_id, action_type="send_email", thing_id="invoice-7",
+                    target_key="ann@example.test", channel_id=1, payload={}, publish_at=clock.now(),
+                    status="queued", attempt_count=0, origin="person", created_at=clock.now(),
+                    updated_at=clock.now()))
+        assert isinstance(classify_integrity_error(caught.value), PublishGuardViolation)
+    # A key whose archived rows were never published is only gated, not guarded: a person may create it.
+    with app.app_context(), read_session() as session:
+        keys = {(k.thing_id, k.published) for k in session.scalars(select(ArchivedKey))}
+    assert ("invoice-7", True) in keys and (f"post:{post['id']}", True) in keys
+
+
+def test_a_lineage_chain_across_the_cutoff_waits_whole_then_goes_whole(client, app, world, clock, archive_dir):
+    first = add_action(app, world, thing_id="promo", target_key="bob@example.test",
+                       publish_at=clock.now() + timedelta(days=3))
+    moved = client.post(f"/api/v1/actions/{first}/reschedule", headers=world.auth("ops"),
+                        json={"publish_at": (clock.now() + timedelta(days=3, hours=1)).isoformat()})
+    assert moved.status_code == 201, moved.json
+    second = moved.json["id"]
+    clock.advance(days=3)
+    again = client.post(f"/api/v1/actions/{second}/reschedule", headers=world.auth("ops"),
+                        json={"publish_at": (clock.now() + timedelta(minutes=30)).isoformat()})
+    third = again.json["id"]
+    clock.advance(minutes=31)
+    tick(app)
+    chain = {first, second, third}
+    # The root is three days old, its descendants are not: the chain waits, whole.
+    summary = archive(app)
+    assert summary.get("actions", 0) == 0 and summary["waiting"] == 1
+    assert chain <= live_ids(app)
+    clock.advance(days=2)
+    summary = archive(app)
+    assert summary["actions"] == 3 and summary["chains"] == 1
+    assert chain.isdisjoint(live_ids(app)) and set(archived_files(app)) == chain
+    assert len(set(archived_files(app).values())) == 1  # one chain, one month's file
+    assert archive_count(archive_dir, "scheduled_actions") == 3
+    with app.app_context(), read_session() as session:
+        assert session.scalar(select(func.count()).select_from(ActionEvent)
+                              .where(ActionEvent.action_id.in_(chain))) == 0
+    assert archive_count(archive_dir, "action_events", f"action_id IN ({first}, {second}, {third})") >= 6
+
+
+def test_a_pass_that_dies_between_copy_and_prune_copies_again_without_duplicates(app, world, clock, archive_dir):
+    ids = [add_action(app, world, thing_id=f"n-{i}", target_key="x@example.test", publish_at=clock.now())
+           for i in range(3)]
+    for ident in ids:
+        publish_now(app, ident)
+    clock.advance(days=2)
+
+    class Died(Exception):
+        pass
+
+    def die(_batch: Batch):
+        raise Died("the host went away between copy and prune")
+
+    with pytest.raises(Died):
+        archive(app, before_prune=die)
+    assert set(ids) <= live_ids(app) and archived_files(app) == {}
+    assert archive_count(archive_dir, "scheduled_actions") == 3
+    summary = archive(app)
+    assert summary["actions"] == 3 and set(ids).isdisjoint(live_ids(app))
+    assert archive_count(archive_dir, "scheduled_actions") == 3
+    events = archive_count(archive_dir, "action_events")
+    assert events == 3 * 3  # queued, submitted, published: each once
+    with app.app_context(), read_session() as session:
+        runs = list(session.scalars(select(ClockRun).where(ClockRun.kind == "archive").order_by(ClockRun.id)))
+    assert runs[0].error and "Died" in runs[0].error and runs[1].summary["actions"] == 3
+
+
+def test_an_archived_action_still_answers_marked_archived_and_the_history_finds_it(app, world, clock, browser_for):
+    ident = add_action(app, world, thing_id="letter-1", target_key="cat@example.test", publish_at=clock.now(),
+                       payload={"body": "Sourdough workshop on Saturday"})
+    publish_now(app, ident)
+    clock.advance(days=2)
+    archive(app)
+    assert ident not in live_ids(app)
+    client = app.test_client()
+    answer = client.get(f"/api/v1/actions/{ident}", headers=world.auth("marketer"))
+    assert answer.status_code == 200, answer.json
+    assert answer.json["archived"] is True and answer.json["status"] == "published"
+    assert answer.json["payload"] == {"body": "Sourdough workshop on Saturday"}
+    assert [e["to"] for e in answer.json["events"]] == ["queued", "submitted", "published"]
+    assert client.get("/api/v1/actions/999999", headers=world.auth()).status_code == 404
+    browser = browser_for("marketer")
+    page = browser.get(f"/actions/{ident}")
+    assert page.status_code == 200 and "archived" in page.get_data(as_text=True)
+    found = browser.get("/history?q=sourdough").get_data(as_text=True)
+    assert f"/actions/{ident}" in found
+    assert f"/actions/{ident}" not in browser.get("/history?q=croissant").get_data(as_text=True)
+    # Words with FTS syntax are searched as words, never a 500.
+    assert browser.get('/history?q=%22sourdough+OR+NEAR(').status_code == 200
+    assert browser.get("/history?q=" + "x" * 300).status_code == 422
+
+
+def test_a_host_without_the_directory_skips_and_says_so(app, world, clock, archive_dir, browser_for):
+    ident = add_action(app, world, publish_at=clock.now())
+    publish_now(app, ident)
+    clock.advance(days=2)
+    archive_dir.rmdir()
+    summary = archive(app)
+    assert "no archive directory" in summary["skipped"] and ident in live_ids(app)
+    page = browser_for("ops").get("/health").get_data(as_text=True)
+    assert "no archive directory" in page
+
+
+def test_one_host_archives_at_a_time(app, world, clock):
+    ident = add_action(app, world, publish_at=clock.now())
+    publish_now(app, ident)
+    clock.advance(days=2)
+    with app.app_context():
+        assert take_lease("other-host:1:x", now=clock.now(), settings=retention_from_config(app.config)) is None
+    assert "another host" in archive(app)["skipped"] and ident in live_ids(app)
+    clock.advance(minutes=16)  # the other host's lease lapsed
+    assert archive(app)["actions"] == 1
+
+
+def test_clock_runs_outbox_and_heartbeats_have_their_own_retention(app, world, clock):
+    ident = add_action(app, world, publish_at=clock.now() + timedelta(days=60))  # queued: stays, and so its runs
+    tick(app)  # a clock run naming no row
+    with app.app_context(), write_session() as session:
+        session.add(ConsumerHeartbeat(name="old:1", host="old", pid=1, started_at=clock.now(), beat_at=clock.now()))
+        session.execute(insert(OutboxEntry).values(workspace_id=world.workspace_id, channel_id=1, action_id=None,
+                                                   attempt=1, body={}, created_at=clock.now()))
+    with app.app_context(), read_session() as session:
+        runs_before = session.scalar(select(func.count()).select_from(ClockRun))
+    clock.advance(days=31)
+    summary = archive(app)
+    assert summary["clock_runs"] == runs_before and summary["outbox_entries_expired"] == 1
+    assert summary["heartbeats"] == 1 and ident in live_ids(app)
+
+
+def test_the_command_prints_a_json_summary_and_a_dry_run_writes_nothing(app, world, clock, database_url, archive_dir):
+    ident = add_action(app, world, publish_at=clock.now() - timedelta(days=5) + timedelta(minutes=1),
+                       created_at=clock.now() - timedelta(days=5))
+    with app.app_context(), write_session() as session:
+        lifecycle.cancel(session, ident, kind=CancelKind.PERSON, now=clock.now() - timedelta(days=4), actor=JOB,
+                         workspace_id=world.workspace_id)
+    env = dict(os.environ, TICKWORK_DATABASE_URL=database_url, TICKWORK_SECRET_KEY=TEST_SECRET,
+               TICKWORK_QUEUE_URL="immediate", TICKWORK_RETENTION_DAYS="1", TICKWORK_ARCHIVE_DIR=str(archive_dir))
+
+    def run(*args):
+        done = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "archive", *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    dry = run("--dry-run")
+    assert dry["dry_run"] is True and dry["actions"] == 1 and ident in live_ids(app)
+    assert run()["actions"] == 1 and ident not in live_ids(app)
+    bad = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "archive"], cwd=ROOT,
+                         env=dict(env, TICKWORK_RETENTION_DAYS="soon"), capture_output=True, text=True)
+    assert bad.returncode != 0 and "TICKWORK_RETENTION_DAYS" in bad.stderr
