@@ -32,53 +32,10 @@ from tests.conftest import ROOT, TEST_SECRET
 from tests.factories import add_action
 from tests.integration.clock_helpers import tick
 from tests.integration.recurring_helpers import expand, make_rule, rule_rows
+from tests.integration.retention_helpers import (  # noqa: F401  (fixtures)
+    app_config, archive, archive_count, archive_dir, archived_files, live_ids, publish_now)
 
 JOB = Actor.job("test")
-
-
-@pytest.fixture
-def archive_dir(tmp_path):
-    directory = tmp_path / "archive"
-    directory.mkdir()
-    return directory
-
-
-@pytest.fixture
-def app_config(app_config, archive_dir):
-    app_config.update(TICKWORK_RETENTION_DAYS=1, TICKWORK_ARCHIVE_DIR=str(archive_dir))
-    return app_config
-
-
-def archive(app, **kwargs) -> dict:
-    with app.app_context():
-        rt = runtime()
-        return run_archive(clock=rt.clock, settings=retention_from_config(app.config), **kwargs)
-
-
-def live_ids(app) -> set[int]:
-    with app.app_context(), read_session() as session:
-        return set(session.scalars(select(ScheduledAction.id)))
-
-
-def archived_files(app) -> dict[int, str]:
-    with app.app_context(), read_session() as session:
-        return dict(session.execute(select(ArchivedAction.action_id, ArchivedAction.file)).all())
-
-
-def archive_count(archive_dir, table: str, where: str = "1 = 1") -> int:
-    total = 0
-    for path in archive_dir.glob("tickwork-archive-*.db"):
-        total += sqlite_utils.Database(path).execute(f"SELECT count(*) FROM {table} WHERE {where}").fetchone()[0]
-    return total
-
-
-def publish_now(app, action_id):
-    with app.app_context(), write_session() as session:
-        now = runtime().now()
-        claimed = lifecycle.claim(session, action_id, now=now, actor=JOB)
-        assert claimed.ok
-        assert lifecycle.publish(session, action_id, claim_token=claimed.row.claim_token, provider_id="p",
-                                 now=now, actor=JOB).ok
 
 
 def test_archived_published_keys_are_refused_every_way_they_could_be_sent_again(client, app, world, clock):
@@ -208,42 +165,6 @@ def test_a_pass_that_dies_between_copy_and_prune_copies_again_without_duplicates
     assert runs[0].error and "Died" in runs[0].error and runs[1].summary["actions"] == 3
 
 
-def test_an_archived_action_still_answers_marked_archived_and_the_history_finds_it(app, world, clock, browser_for):
-    ident = add_action(app, world, thing_id="letter-1", target_key="cat@example.test", publish_at=clock.now(),
-                       payload={"body": "Sourdough workshop on Saturday"})
-    publish_now(app, ident)
-    clock.advance(days=2)
-    archive(app)
-    assert ident not in live_ids(app)
-    client = app.test_client()
-    answer = client.get(f"/api/v1/actions/{ident}", headers=world.auth("marketer"))
-    assert answer.status_code == 200, answer.json
-    assert answer.json["archived"] is True and answer.json["status"] == "published"
-    assert answer.json["payload"] == {"body": "Sourdough workshop on Saturday"}
-    assert [e["to"] for e in answer.json["events"]] == ["queued", "submitted", "published"]
-    assert client.get("/api/v1/actions/999999", headers=world.auth()).status_code == 404
-    browser = browser_for("marketer")
-    page = browser.get(f"/actions/{ident}")
-    assert page.status_code == 200 and "archived" in page.get_data(as_text=True)
-    found = browser.get("/history?q=sourdough").get_data(as_text=True)
-    assert f"/actions/{ident}" in found
-    assert f"/actions/{ident}" not in browser.get("/history?q=croissant").get_data(as_text=True)
-    # Words with FTS syntax are searched as words, never a 500.
-    assert browser.get('/history?q=%22sourdough+OR+NEAR(').status_code == 200
-    assert browser.get("/history?q=" + "x" * 300).status_code == 422
-
-
-def test_a_host_without_the_directory_skips_and_says_so(app, world, clock, archive_dir, browser_for):
-    ident = add_action(app, world, publish_at=clock.now())
-    publish_now(app, ident)
-    clock.advance(days=2)
-    archive_dir.rmdir()
-    summary = archive(app)
-    assert "no archive directory" in summary["skipped"] and ident in live_ids(app)
-    page = browser_for("ops").get("/health").get_data(as_text=True)
-    assert "no archive directory" in page
-
-
 def test_one_host_archives_at_a_time(app, world, clock):
     ident = add_action(app, world, publish_at=clock.now())
     publish_now(app, ident)
@@ -291,3 +212,33 @@ def test_the_command_prints_a_json_summary_and_a_dry_run_writes_nothing(app, wor
     bad = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "archive"], cwd=ROOT,
                          env=dict(env, TICKWORK_RETENTION_DAYS="soon"), capture_output=True, text=True)
     assert bad.returncode != 0 and "TICKWORK_RETENTION_DAYS" in bad.stderr
+
+
+def test_archived_person_cancelled_keys_still_gate_the_reconciler_and_the_expander(client, app, world, clock):
+    """The guard only refuses beside published history; a person's cancel stands through the gates alone."""
+    post = client.post("/api/v1/posts", headers=world.auth("marketer"),
+                       json={"body": "Rye", "targets": ["main"], "local_time": "2026-06-09T09:00"}).json
+    assert client.post(f"/api/v1/posts/{post['id']}/approve", headers=world.auth("marketer")).status_code == 200
+    rule = make_rule(client, world, starts_local="2026-06-02T09:00")
+    expand(app)
+    post_row = next(row for row in _rows_of(app, f"post:{post['id']}"))
+    slot_row = rule_rows(app, rule["id"])[0]
+    for ident in (post_row.id, slot_row.id):
+        assert client.post(f"/api/v1/actions/{ident}/cancel", headers=world.auth("ops")).status_code == 200
+    clock.advance(days=2)
+    summary = archive(app)
+    assert {post_row.id, slot_row.id}.isdisjoint(live_ids(app)), summary
+    from jobs.clock import reconcile_once
+    with app.app_context():
+        assert reconcile_once()["inserted"] == 0
+    assert _rows_of(app, f"post:{post['id']}") == []
+    with app.app_context(), write_session() as session:
+        stored = session.get(RecurringSchedule, rule["id"])
+        done = expand_rule(session, stored, now=runtime().now(), policy=runtime().policy, actor=JOB,
+                           since=slot_row.publish_at - timedelta(minutes=1))
+        assert slot_row.thing_id not in {row.thing_id for row in done.new_rows}
+
+
+def _rows_of(app, thing_id) -> list[ScheduledAction]:
+    with app.app_context(), read_session() as session:
+        return list(session.scalars(select(ScheduledAction).where(ScheduledAction.thing_id == thing_id)))
