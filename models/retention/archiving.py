@@ -41,6 +41,11 @@ from models.retention.settings import Retention
 from models.retention.tables import ArchivedAction, RetentionLease
 from models.timing.clock import Clock
 
+# Every table with a foreign key to an action, besides its own lineage, and to a drip send: what
+# leaves with a chain (action holds are deleted, not archived: they only matter while queued).
+TAKEN_WITH_ACTIONS = frozenset({"action_events", "action_holds", "outbox_entries", "recurring_schedule_events",
+                                "drip_sends"})
+TAKEN_WITH_SENDS = frozenset({"drip_enrollment_events"})
 LEASE_NAME = "archive"
 JOB_KIND = "archive"
 

@@ -143,3 +143,39 @@ def test_huey_tables_are_left_out_of_the_schema_comparison(database_url):
     engine.dispose()
     result = _flask_db(database_url, "check")
     assert "No new upgrade operations detected" in result.stdout + result.stderr
+
+
+def test_the_guard_reads_archived_keys_and_plans_per_call_on_postgresql(database_url, backend):
+    """Migration 0012: the guard refuses an active row beside an archived published key (not beside an
+    archived failed one); PostgreSQL plans the guard's lookups per call."""
+    engine = _engine(database_url)
+    now = "2026-06-01 12:00:00"
+    with engine.begin() as conn:
+        if backend == "postgresql":
+            config = conn.execute(text("SELECT proconfig FROM pg_proc WHERE proname = 'tickwork_publish_guard'"))
+            assert config.scalar_one() == ["plan_cache_mode=force_custom_plan"]
+        workspace = conn.execute(text("INSERT INTO workspaces (name, timezone, plan, created_at) "
+                                      "VALUES ('Kept', 'UTC', 'free', :now) RETURNING id"), {"now": now}).scalar()
+        channel = conn.execute(text("INSERT INTO channels (workspace_id, name, kind, config, created_at) "
+                                    "VALUES (:ws, 'main', 'log', '{}', :now) RETURNING id"),
+                               {"ws": workspace, "now": now}).scalar()
+        for thing, published in (("sent", True), ("failed", False)):
+            conn.execute(text("INSERT INTO archived_action_keys (workspace_id, action_type, thing_id, target_key, "
+                              "published, archived_at) VALUES (:ws, 'send_email', :thing, 't', :published, :now)"),
+                         {"ws": workspace, "thing": thing, "published": published, "now": now})
+
+    def insert_queued(thing: str) -> str | None:
+        try:
+            with engine.begin() as conn:
+                conn.execute(text(
+                    "INSERT INTO scheduled_actions (workspace_id, action_type, thing_id, target_key, channel_id, "
+                    "payload, publish_at, status, attempt_count, origin, created_at, updated_at) VALUES (:ws, "
+                    "'send_email', :thing, 't', :channel, '{}', :now, 'queued', 0, 'person', :now, :now)"),
+                    {"ws": workspace, "channel": channel, "thing": thing, "now": now})
+        except Exception as exc:  # the driver's integrity error, whatever its class
+            return str(exc)
+        return None
+
+    assert "duplicate-publish guard" in (insert_queued("sent") or "")
+    assert insert_queued("failed") is None
+    engine.dispose()
