@@ -89,7 +89,7 @@ def from_archive(table: str, row: dict) -> dict:
 
 def upsert_rows(archive: sqlite_utils.Database, table: str, rows: list[dict]) -> None:
     if rows:
-        archive[table].upsert_all([to_archive(row) for row in rows], pk="id")
+        archive[table].upsert_all([to_archive(row) for row in rows], pk="id", batch_size=500)
 
 
 def count_ids(archive: sqlite_utils.Database, table: str, ids: list[int]) -> int:

@@ -98,7 +98,7 @@ class Batch:
 
 
 def _rows(session: Session, table, where) -> list[dict]:
-    return [dict(row) for row in session.execute(select(table).where(where)).mappings()]
+    return [dict(row) for row in session.connection().execute(select(table).where(where)).mappings()]
 
 
 def read_batch(session: Session, chains: list[Chain]) -> Batch:
@@ -127,20 +127,35 @@ def read_batch(session: Session, chains: list[Chain]) -> Batch:
     return batch
 
 
-def copy_batch(batch: Batch, directory) -> None:
+class ArchiveFiles:
+    """The archive files one pass writes, each opened once."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.open: dict[str, object] = {}
+
+    def __getitem__(self, name: str):
+        if name not in self.open:
+            self.open[name] = open_archive(self.directory, name)
+        return self.open[name]
+
+    def close(self) -> None:
+        for archive in self.open.values():
+            archive.close()
+        self.open.clear()
+
+
+def copy_batch(batch: Batch, files: ArchiveFiles) -> None:
     """Upsert the batch into its files, then check by count that each file holds every row."""
     for name, tables in batch.rows.items():
-        archive = open_archive(directory, name)
-        try:
-            with archive.conn:
-                for table, rows in tables.items():
-                    upsert_rows(archive, table, rows)
-            for table, ids in batch.ids[name].items():
-                found = count_ids(archive, table, ids)
-                if found != len(ids):
-                    raise ArchiveNotVerified(f"{name}: {table} holds {found} of the {len(ids)} rows copied")
-        finally:
-            archive.close()
+        archive = files[name]
+        with archive.conn:
+            for table, rows in tables.items():
+                upsert_rows(archive, table, rows)
+        for table, ids in batch.ids[name].items():
+            found = count_ids(archive, table, ids)
+            if found != len(ids):
+                raise ArchiveNotVerified(f"{name}: {table} holds {found} of the {len(ids)} rows copied")
 
 
 def prune_batch(batch: Batch, *, now: datetime, cutoff: datetime, engine: Engine | None = None) -> Counter:
@@ -173,15 +188,12 @@ def prune_batch(batch: Batch, *, now: datetime, cutoff: datetime, engine: Engine
             return counts
         gone = sorted(i for chain in going for i in chain.ids)
         _keep_keys(session, [current[i] for i in gone], now=now)
-        ins = _insert_for(session)
-        for start in range(0, len(gone), 500):
-            part = gone[start:start + 500]
-            stmt = ins(ArchivedAction).values([
-                {"action_id": i, "workspace_id": current[i].workspace_id, "file": file_of[i], "archived_at": now}
-                for i in part])
-            session.execute(stmt.on_conflict_do_update(index_elements=["action_id"],
-                                                       set_={"file": stmt.excluded.file,
-                                                             "archived_at": stmt.excluded.archived_at}))
+        stmt = _insert_for(session)(ArchivedAction.__table__)
+        stmt = stmt.on_conflict_do_update(index_elements=["action_id"], set_={
+            "file": stmt.excluded.file, "archived_at": stmt.excluded.archived_at})
+        session.connection().execute(stmt, [
+            {"action_id": i, "workspace_id": current[i].workspace_id, "file": file_of[i], "archived_at": now}
+            for i in gone])
         session.expunge_all()
         depth = {i: d for chain in going for i, d in chain.depth.items()}
         for start in range(0, len(gone), 500):
@@ -218,14 +230,13 @@ def _keep_keys(session: Session, rows: list[ScheduledAction], *, now: datetime) 
         keys[key] = keys.get(key, False) or row.status == "published"
     if not keys:
         return
-    ins = _insert_for(session)
-    values = [{"workspace_id": w, "action_type": t, "thing_id": th, "target_key": k, "published": p,
-               "archived_at": now} for (w, t, th, k), p in sorted(keys.items())]
-    for start in range(0, len(values), 500):
-        stmt = ins(ArchivedKey).values(values[start:start + 500])
-        session.execute(stmt.on_conflict_do_update(
-            index_elements=["workspace_id", "action_type", "thing_id", "target_key"],
-            set_={"published": or_(ArchivedKey.published, stmt.excluded.published)}))
+    table = ArchivedKey.__table__
+    stmt = _insert_for(session)(table)
+    stmt = stmt.on_conflict_do_update(index_elements=["workspace_id", "action_type", "thing_id", "target_key"],
+                                      set_={"published": or_(table.c.published, stmt.excluded.published)})
+    session.connection().execute(stmt, [
+        {"workspace_id": w, "action_type": t, "thing_id": th, "target_key": k, "published": p, "archived_at": now}
+        for (w, t, th, k), p in sorted(keys.items())])
 
 
 # --- the shorter retentions --------------------------------------------------------------------
@@ -285,21 +296,25 @@ def archive_chains(*, clock: Clock, settings: Retention, deadline: float, engine
     counts: Counter = Counter()
     after = 0
     cutoff = clock.now() - settings.actions
-    while time.monotonic() < deadline:
-        with read_session(engine) as session:
-            selection = select_chains(session, cutoff=cutoff, after_id=after, limit=settings.batch_size)
-            if selection.last_seed is None:
-                break
-            after = selection.last_seed
-            counts["waiting"] += selection.waiting
-            if not selection.chains:
-                continue
-            batch = read_batch(session, selection.chains)
-        copy_batch(batch, settings.archive_dir)
-        if before_prune is not None:
-            before_prune(batch)
-        counts.update(prune_batch(batch, now=clock.now(), cutoff=cutoff, engine=engine))
-        counts["batches"] += 1
+    files = ArchiveFiles(settings.archive_dir)
+    try:
+        while time.monotonic() < deadline:
+            with read_session(engine) as session:
+                selection = select_chains(session, cutoff=cutoff, after_id=after, limit=settings.batch_size)
+                if selection.last_seed is None:
+                    break
+                after = selection.last_seed
+                counts["waiting"] += selection.waiting
+                if not selection.chains:
+                    continue
+                batch = read_batch(session, selection.chains)
+            copy_batch(batch, files)
+            if before_prune is not None:
+                before_prune(batch)
+            counts.update(prune_batch(batch, now=clock.now(), cutoff=cutoff, engine=engine))
+            counts["batches"] += 1
+    finally:
+        files.close()
     return counts
 
 
