@@ -24,6 +24,8 @@ ARCHIVED_TABLES = (
     "recurring_schedule_events",
     "drip_sends",
     "drip_enrollment_events",
+    "work_runs",
+    "work_events",
 )
 SEARCHED_COLUMNS = ["payload", "last_error", "target_key"]
 FILE_PATTERN = "tickwork-archive-*.db"

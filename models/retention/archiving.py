@@ -34,6 +34,7 @@ from models.clock.tables import ClockRun, ConsumerHeartbeat
 from models.core.base import Base
 from models.core.database import read_session, write_session
 from models.drips.tables import EnrollmentEvent, Send
+from models.works.tables import RunStatus, WorkEvent, WorkRun, WorkUsage
 from models.recurring.tables import RecurringScheduleEvent
 from models.retention.archive_files import count_ids, file_name, open_archive, upsert_rows
 from models.retention.chains import TERMINAL, Chain, select_chains
@@ -239,6 +240,60 @@ def _keep_keys(session: Session, rows: list[ScheduledAction], *, now: datetime) 
         for (w, t, th, k), p in sorted(keys.items())])
 
 
+# --- work runs --------------------------------------------------------------------------------
+
+WORK_RUNS_SETTLED = (RunStatus.SUCCEEDED.value, RunStatus.FAILED.value)
+
+
+def archive_work_runs(files: "ArchiveFiles", *, cutoff: datetime, settings: Retention, deadline: float,
+                      engine=None) -> Counter:
+    """Copy and prune the works' settled generations (and their run events) finished before ``cutoff``.
+
+    A run the usage ledger bills stays: the ledger is never pruned, and it names its run.
+    """
+    counts: Counter = Counter()
+    after = 0
+    billed = select(WorkUsage.run_id).where(WorkUsage.run_id == WorkRun.id).exists()
+    while time.monotonic() < deadline:
+        with read_session(engine) as session:
+            runs = [dict(run) for run in session.connection().execute(
+                select(WorkRun.__table__).where(WorkRun.id > after, WorkRun.status.in_(WORK_RUNS_SETTLED),
+                                                WorkRun.finished_at < cutoff, ~billed)
+                .order_by(WorkRun.id).limit(settings.batch_size)).mappings()]
+            if not runs:
+                break
+            after = runs[-1]["id"]
+            ids = [run["id"] for run in runs]
+            events = _rows(session, WorkEvent.__table__, WorkEvent.work_id.in_({run["work_id"] for run in runs})
+                           & (WorkEvent.lifecycle == "run") & WorkEvent.subject_id.in_(ids))
+        by_file: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
+        month_of = {}
+        for run in runs:
+            name = file_name(run["started_at"].strftime("%Y-%m"))
+            month_of[run["id"]] = name
+            by_file[name][0].append(run)
+        for event in events:
+            by_file[month_of[event["subject_id"]]][1].append(event)
+        for name, (run_rows, event_rows) in by_file.items():
+            archive = files[name]
+            with archive.conn:
+                upsert_rows(archive, "work_runs", run_rows)
+                upsert_rows(archive, "work_events", event_rows)
+            for table, rows in (("work_runs", run_rows), ("work_events", event_rows)):
+                if count_ids(archive, table, [row["id"] for row in rows]) != len(rows):
+                    raise ArchiveNotVerified(f"{name}: {table} does not hold every row copied")
+        with write_session(engine) as session:
+            # Only runs still settled and unbilled go (a late callback never moves a settled run, but check).
+            going = list(session.scalars(select(WorkRun.id).where(
+                WorkRun.id.in_(ids), WorkRun.status.in_(WORK_RUNS_SETTLED), ~billed)))
+            if going:
+                counts["work_events"] += session.execute(delete(WorkEvent).where(
+                    WorkEvent.lifecycle == "run", WorkEvent.subject_id.in_(going),
+                    WorkEvent.id.in_([event["id"] for event in events]))).rowcount
+                counts["work_runs"] += session.execute(delete(WorkRun).where(WorkRun.id.in_(going))).rowcount
+    return counts
+
+
 # --- the shorter retentions --------------------------------------------------------------------
 
 def _referencing(table_name: str, column: str = "id"):
@@ -313,6 +368,7 @@ def archive_chains(*, clock: Clock, settings: Retention, deadline: float, engine
                 before_prune(batch)
             counts.update(prune_batch(batch, now=clock.now(), cutoff=cutoff, engine=engine))
             counts["batches"] += 1
+        counts.update(archive_work_runs(files, cutoff=cutoff, settings=settings, deadline=deadline, engine=engine))
     finally:
         files.close()
     return counts

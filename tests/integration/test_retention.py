@@ -242,3 +242,33 @@ def test_archived_person_cancelled_keys_still_gate_the_reconciler_and_the_expand
 def _rows_of(app, thing_id) -> list[ScheduledAction]:
     with app.app_context(), read_session() as session:
         return list(session.scalars(select(ScheduledAction).where(ScheduledAction.thing_id == thing_id)))
+
+
+def test_settled_work_runs_are_archived_with_their_events_and_billed_runs_stay_with_the_ledger(
+        client, app, world, clock, archive_dir):
+    from models.works.tables import WorkEvent, WorkRun, WorkUsage
+    from tests.integration.works_helpers import Dispatcher, put_schedule, run_now_held, scheduled_work
+
+    dispatcher = Dispatcher(app)
+    work = scheduled_work(client, world, cadence="daily")
+    clock.advance(days=1, minutes=1)
+    dispatcher.pass_()  # the scheduled run: the plan's subscription covers it
+    clock.advance(minutes=5)
+    assert put_schedule(client, world, work, billingMode="usage").status_code == 200
+    billed = run_now_held(dispatcher, world, work)  # billed by use: the ledger names it
+    dispatcher.run_handed()
+    with app.app_context(), read_session() as session:
+        ledger = {u.run_id for u in session.scalars(select(WorkUsage))}
+        statuses = {r.id: r.status for r in session.scalars(select(WorkRun))}
+    assert len(statuses) == 2 and set(statuses.values()) == {"succeeded"}, statuses
+    assert ledger == {billed}
+    clock.advance(days=2)
+    summary = archive(app)
+    with app.app_context(), read_session() as session:
+        left = set(session.scalars(select(WorkRun.id)))
+        run_events = set(session.scalars(select(WorkEvent.subject_id).where(WorkEvent.lifecycle == "run")))
+        assert {u.run_id for u in session.scalars(select(WorkUsage))} == ledger
+    assert left == ledger and summary["work_runs"] == 2 - len(ledger)
+    assert run_events <= ledger
+    assert archive_count(archive_dir, "work_runs") == 2 - len(ledger)
+    assert archive_count(archive_dir, "work_events") >= 1

@@ -17,7 +17,12 @@ def test_every_table_naming_an_action_leaves_with_it():
     assert _naming("drip_sends") == TAKEN_WITH_SENDS
 
 
+def test_only_the_usage_ledger_names_a_work_run_and_it_is_never_pruned():
+    assert _naming("work_runs") == {"work_usage"}
+
+
 def test_the_archive_files_mirror_the_live_tables_they_keep():
     assert set(ARCHIVED_TABLES) <= set(Base.metadata.tables)
-    assert set(ARCHIVED_TABLES) == {"scheduled_actions"} | (TAKEN_WITH_ACTIONS - {"action_holds"}) | TAKEN_WITH_SENDS
+    assert set(ARCHIVED_TABLES) == ({"scheduled_actions", "work_runs", "work_events"}
+                                    | (TAKEN_WITH_ACTIONS - {"action_holds"}) | TAKEN_WITH_SENDS)
     assert file_name("2026-03") == "tickwork-archive-2026-03.db"
