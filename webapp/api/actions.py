@@ -192,6 +192,9 @@ OPENAPI = {
                 "created_at": _INSTANT,
                 "updated_at": _INSTANT,
                 "note": {"type": "string", "description": "why the wall time moved (a DST gap or overlap)"},
+                "archived": {"type": "boolean", "description": "read from an archive file (retention); read-only"},
+                "archive_file": {"type": "string", "description": "the archive file that holds it"},
+                "archived_at": _INSTANT,
                 "events": {"type": "array", "items": {"type": "object", "required": ["to", "at", "actor"], "properties": {
                     "from": {"type": ["string", "null"]}, "to": {"type": "string"}, "at": _INSTANT,
                     "actor": {"type": "string"}, "reason": {"type": ["string", "null"]},
@@ -244,7 +247,7 @@ OPENAPI = {
         },
         "/api/v1/actions/{action_id}": {
             "parameters": [row_id("action_id")],
-            "get": {"summary": "One action with its timeline",
+            "get": {"summary": "One action with its timeline (an archived one is read from its archive file)",
                     "responses": {"200": {"description": "The action.",
                                           **json_content({"$ref": "#/components/schemas/Action"})},
                                   **errors("404")}},
