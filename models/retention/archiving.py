@@ -169,8 +169,10 @@ def prune_batch(batch: Batch, *, now: datetime, cutoff: datetime, engine: Engine
         parent_of_child: dict[int, int] = {}
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
+            # Locked on PostgreSQL, so an admin's retry waits for this transaction, then finds the row gone;
+            # SQLite's writer lock (BEGIN IMMEDIATE) already holds every other writer off.
             current.update((row.id, row) for row in session.scalars(
-                select(ScheduledAction).where(ScheduledAction.id.in_(part))))
+                select(ScheduledAction).where(ScheduledAction.id.in_(part)).with_for_update()))
             parent_of_child.update(session.execute(select(ScheduledAction.id, ScheduledAction.rescheduled_from_id)
                                                    .where(ScheduledAction.rescheduled_from_id.in_(part))).all())
         # A chain that changed since it was read (an admin's retry, a new child) stays live, whole.
@@ -285,7 +287,7 @@ def archive_work_runs(files: "ArchiveFiles", *, cutoff: datetime, settings: Rete
         with write_session(engine) as session:
             # Only runs still settled and unbilled go (a late callback never moves a settled run, but check).
             going = list(session.scalars(select(WorkRun.id).where(
-                WorkRun.id.in_(ids), WorkRun.status.in_(WORK_RUNS_SETTLED), ~billed)))
+                WorkRun.id.in_(ids), WorkRun.status.in_(WORK_RUNS_SETTLED), ~billed).with_for_update()))
             if going:
                 counts["work_events"] += session.execute(delete(WorkEvent).where(
                     WorkEvent.lifecycle == "run", WorkEvent.subject_id.in_(going),

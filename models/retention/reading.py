@@ -43,6 +43,8 @@ def archived_action(session: Session, workspace_id: int, action_id: int, directo
         if not rows:
             return None
         events = read_rows(archive, "action_events", "action_id", action_id)
+    except sqlite3.DatabaseError:
+        return None  # a damaged file answers as a missing one: a 404 that names the id, never a 500
     finally:
         archive.close()
     return ArchivedRow(row=ScheduledAction(**rows[0]), events=[ActionEvent(**event) for event in events],
