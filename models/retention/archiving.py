@@ -368,7 +368,11 @@ def archive_chains(*, clock: Clock, settings: Retention, deadline: float, engine
             copy_batch(batch, files)
             if before_prune is not None:
                 before_prune(batch)
+            pruning = time.monotonic()
             counts.update(prune_batch(batch, now=clock.now(), cutoff=cutoff, engine=engine))
+            # How long the clock's writers waited at most: one prune's write transaction.
+            longest = round((time.monotonic() - pruning) * 1000)
+            counts["longest_prune_ms"] = max(counts["longest_prune_ms"], longest)
             counts["batches"] += 1
         counts.update(archive_work_runs(files, cutoff=cutoff, settings=settings, deadline=deadline, engine=engine))
     finally:
