@@ -10,8 +10,7 @@ import sys
 from datetime import timedelta
 
 import pytest
-import sqlite_utils
-from sqlalchemy import func, insert, select, text
+from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from models.actions import lifecycle
@@ -25,9 +24,8 @@ from models.core.moves import Actor
 from models.core.runtime import runtime
 from models.recurring.expander import expand_rule
 from models.recurring.tables import RecurringSchedule
-from models.retention.archiving import Batch, run_archive, take_lease
+from models.retention.archiving import Batch, take_lease
 from models.retention.settings import retention_from_config
-from models.retention.tables import ArchivedAction
 from tests.conftest import ROOT, TEST_SECRET
 from tests.factories import add_action
 from tests.integration.clock_helpers import tick

@@ -1,7 +1,5 @@
 """The archived action's page and the History page: an archived id still answers; the archives are searched."""
 
-from datetime import timedelta
-
 from tests.factories import add_action
 from tests.integration.retention_helpers import (  # noqa: F401  (fixtures)
     app_config, archive, archive_dir, live_ids, publish_now)
