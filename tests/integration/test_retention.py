@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from models.actions import lifecycle
 from models.actions.archived_keys import ArchivedKey
 from models.actions.guard import PublishGuardViolation, classify_integrity_error
-from models.actions.tables import ActionEvent, CancelKind, ScheduledAction
+from models.actions.tables import ActionEvent, CancelKind, FailureCode, ScheduledAction
 from models.clock.tables import ClockRun, ConsumerHeartbeat
 from models.channels.outbox import OutboxEntry
 from models.core.database import read_session, write_session
@@ -270,3 +270,23 @@ def test_settled_work_runs_are_archived_with_their_events_and_billed_runs_stay_w
     assert run_events <= ledger
     assert archive_count(archive_dir, "work_runs") == 2 - len(ledger)
     assert archive_count(archive_dir, "work_events") >= 1
+
+
+def test_a_key_archived_failed_then_published_is_kept_as_published(app, world, clock):
+    first = add_action(app, world, thing_id="offer-9", target_key="dan@example.test", publish_at=clock.now())
+    with app.app_context(), write_session() as session:
+        claimed = lifecycle.claim(session, first, now=clock.now(), actor=JOB)
+        assert lifecycle.fail(session, first, claim_token=claimed.row.claim_token, code=FailureCode.PERMANENT,
+                              message="mailbox unavailable (550)", now=clock.now(), actor=JOB).ok
+    clock.advance(days=3)
+    archive(app)  # the failed row goes: its key gates, but the guard does not refuse it
+    second = add_action(app, world, thing_id="offer-9", target_key="dan@example.test", publish_at=clock.now())
+    publish_now(app, second)
+    with app.app_context(), read_session() as session:
+        assert [k.published for k in session.scalars(select(ArchivedKey))] == [False]
+    clock.advance(days=3)
+    archive(app)
+    with app.app_context(), read_session() as session:
+        assert [k.published for k in session.scalars(select(ArchivedKey))] == [True]
+    with pytest.raises(PublishGuardViolation):
+        add_action(app, world, thing_id="offer-9", target_key="dan@example.test", publish_at=clock.now())
