@@ -199,20 +199,18 @@ def prune_batch(batch: Batch, *, now: datetime, cutoff: datetime, engine: Engine
             for i in gone])
         session.expunge_all()
         depth = {i: d for chain in going for i, d in chain.depth.items()}
+        # Only the rows this batch copied are deleted: a row that appeared since (an event, a send)
+        # still names its action, so the foreign key refuses the action's delete and the whole
+        # batch rolls back, to be copied again by the next pass. Nothing is pruned unarchived.
+        gone_set = set(gone)
+        copied = _copied_rows(batch, gone_set)
+        for model in (EnrollmentEvent, Send, OutboxEntry, RecurringScheduleEvent, ActionEvent):
+            ids = sorted(copied[model.__tablename__])
+            for start in range(0, len(ids), 500):
+                counts[model.__tablename__] += session.execute(
+                    delete(model).where(model.id.in_(ids[start:start + 500]))).rowcount
         for start in range(0, len(gone), 500):
-            part = gone[start:start + 500]
-            send_ids = list(session.scalars(select(Send.id).where(Send.attempt_id.in_(part))))
-            if send_ids:
-                counts["drip_enrollment_events"] += session.execute(
-                    delete(EnrollmentEvent).where(EnrollmentEvent.send_id.in_(send_ids))).rowcount
-                counts["drip_sends"] += session.execute(delete(Send).where(Send.id.in_(send_ids))).rowcount
-            counts["outbox_entries"] += session.execute(
-                delete(OutboxEntry).where(OutboxEntry.action_id.in_(part))).rowcount
-            counts["recurring_schedule_events"] += session.execute(
-                delete(RecurringScheduleEvent).where(RecurringScheduleEvent.action_id.in_(part))).rowcount
-            counts["action_events"] += session.execute(
-                delete(ActionEvent).where(ActionEvent.action_id.in_(part))).rowcount
-            session.execute(delete(ActionHold).where(ActionHold.action_id.in_(part)))
+            session.execute(delete(ActionHold).where(ActionHold.action_id.in_(gone[start:start + 500])))
         # Children before parents: rescheduled_from is a RESTRICT foreign key.
         for level in sorted({depth[i] for i in gone}, reverse=True):
             at_level = [i for i in gone if depth[i] == level]
@@ -221,6 +219,19 @@ def prune_batch(batch: Batch, *, now: datetime, cutoff: datetime, engine: Engine
                     delete(ScheduledAction).where(ScheduledAction.id.in_(at_level[start:start + 500]))).rowcount
         counts["chains"] += len(going)
     return counts
+
+
+def _copied_rows(batch: Batch, gone: set[int]) -> dict[str, set[int]]:
+    """The ids, by table, of the rows this batch copied along with the actions in ``gone``."""
+    copied: dict[str, set[int]] = defaultdict(set)
+    for tables in batch.rows.values():
+        for table, column in (("action_events", "action_id"), ("outbox_entries", "action_id"),
+                              ("recurring_schedule_events", "action_id"), ("drip_sends", "attempt_id")):
+            copied[table].update(row["id"] for row in tables.get(table, []) if row[column] in gone)
+    for tables in batch.rows.values():
+        copied["drip_enrollment_events"].update(row["id"] for row in tables.get("drip_enrollment_events", [])
+                                                if row["send_id"] in copied["drip_sends"])
+    return copied
 
 
 def _keep_keys(session: Session, rows: list[ScheduledAction], *, now: datetime) -> None:

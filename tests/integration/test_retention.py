@@ -290,3 +290,23 @@ def test_a_key_archived_failed_then_published_is_kept_as_published(app, world, c
         assert [k.published for k in session.scalars(select(ArchivedKey))] == [True]
     with pytest.raises(PublishGuardViolation):
         add_action(app, world, thing_id="offer-9", target_key="dan@example.test", publish_at=clock.now())
+
+
+def test_a_row_that_appears_between_copy_and_prune_is_never_pruned_unarchived(app, world, clock, archive_dir):
+    ident = add_action(app, world, thing_id="note-1", target_key="eve@example.test", publish_at=clock.now())
+    publish_now(app, ident)
+    clock.advance(days=2)
+
+    def late_event(_batch: Batch):
+        # Something writes about the row after the copy (here, by hand, an event no lifecycle would add).
+        with app.app_context(), write_session() as session:
+            session.execute(insert(ActionEvent).values(action_id=ident, from_status="published",
+                                                       to_status="published", at=clock.now(), actor="late writer"))
+
+    with pytest.raises(IntegrityError):
+        archive(app, before_prune=late_event)
+    assert ident in live_ids(app)
+    with app.app_context(), read_session() as session:
+        assert session.scalar(select(func.count()).select_from(ActionEvent).where(ActionEvent.action_id == ident)) == 4
+    assert archive(app)["actions"] == 1 and ident not in live_ids(app)
+    assert archive_count(archive_dir, "action_events", f"action_id = {ident}") == 4
