@@ -406,9 +406,10 @@ def count_due(*, clock: Clock, settings: Retention, engine=None) -> dict:
             counts["waiting"] += selection.waiting
             counts["chains"] += len(selection.chains)
             counts["actions"] += sum(len(chain.ids) for chain in selection.chains)
-        counts["clock_runs_older"] = session.scalar(
+        # Clock runs past their age; a pass prunes those no event or run still names.
+        counts["clock_runs_past_age"] = session.scalar(
             select(func.count()).select_from(ClockRun).where(ClockRun.started_at < now - settings.clock_runs))
-        counts["outbox_entries"] = session.scalar(
+        counts["outbox_entries_expired"] = session.scalar(
             select(func.count()).select_from(OutboxEntry).where(OutboxEntry.created_at < now - settings.outbox))
         counts["heartbeats"] = session.scalar(select(func.count()).select_from(ConsumerHeartbeat).where(
             ConsumerHeartbeat.beat_at < now - settings.heartbeats))
