@@ -32,16 +32,16 @@ class ArchivedKey(Base):
 
 
 def archived_blocking_keys(session: Session, workspace_id: int, action_types: set[str],
-                           thing_ids: set[str]) -> set[tuple[str, str]]:
-    """The (thing id, target key) pairs among ``thing_ids`` whose archived history blocks minting again."""
+                           thing_ids: set[str]) -> dict[tuple[str, str], bool]:
+    """The (thing id, target key) pairs among ``thing_ids`` whose archived history blocks minting again,
+    each with whether a published row was among it."""
     if not thing_ids or not action_types:
-        return set()
+        return {}
     rows = session.execute(
-        select(ArchivedKey.thing_id, ArchivedKey.target_key).where(
+        select(ArchivedKey.thing_id, ArchivedKey.target_key, ArchivedKey.published).where(
             ArchivedKey.workspace_id == workspace_id,
             ArchivedKey.action_type.in_(sorted(action_types)),
             ArchivedKey.thing_id.in_(sorted(thing_ids)),
         )
     )
-    return {(thing, target) for thing, target in rows}
-
+    return {(thing, target): bool(published) for thing, target, published in rows}

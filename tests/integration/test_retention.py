@@ -19,6 +19,7 @@ from models.actions.guard import PublishGuardViolation, classify_integrity_error
 from models.actions.tables import ActionEvent, CancelKind, FailureCode, ScheduledAction
 from models.clock.tables import ClockRun, ConsumerHeartbeat
 from models.channels.outbox import OutboxEntry
+from models.channels.tables import Channel
 from models.core.database import read_session, write_session
 from models.core.moves import Actor
 from models.core.runtime import runtime
@@ -64,16 +65,23 @@ def test_archived_published_keys_are_refused_every_way_they_could_be_sent_again(
 
     # The reconciler: unapprove and approve the post again; its sent target is never queued again.
     assert client.post(f"/api/v1/posts/{post['id']}/unapprove", headers=world.auth("marketer")).status_code == 200
+    with app.app_context(), write_session() as session:
+        session.add(Channel(workspace_id=world.workspace_id, name="second", kind="log", config={},
+                            created_at=clock.now()))
     assert client.patch(f"/api/v1/posts/{post['id']}", headers=world.auth("marketer"),
-                        json={"local_time": "2026-06-09T09:00"}).status_code == 200
+                        json={"local_time": "2026-06-09T09:00", "targets": ["main", "second"]}).status_code == 200
     again = client.post(f"/api/v1/posts/{post['id']}/approve", headers=world.auth("marketer"))
+    # Approved again with a new target after the first one's send was archived: only the new one is queued.
     assert again.status_code == 200 and again.json["status"] == "approved", again.json
     from jobs.clock import reconcile_once
     with app.app_context():
-        assert reconcile_once()["inserted"] == 0
-    with app.app_context(), read_session() as session:
-        assert session.scalar(select(func.count()).select_from(ScheduledAction)
-                              .where(ScheduledAction.thing_id == f"post:{post['id']}")) == 0
+        done = reconcile_once()
+    assert done["inserted"] == 0
+    assert [(row.target_key, row.status) for row in _rows_of(app, f"post:{post['id']}")] == [("second", "queued")]
+    clock.advance(days=6, hours=1)  # 09:00 on the 9th: the new target goes, and the post is then all sent
+    tick(app)
+    with app.app_context():
+        assert reconcile_once()["posts_published"] == 1  # the archived send counts as sent
 
     # The expander: asked to materialize again from before the archived slot, it skips it.
     with app.app_context(), write_session() as session:
