@@ -210,10 +210,10 @@ def main() -> None:
             "",
         ]
     lines += [
-        "| rows archived | chains | batches | time | rows per second | longest prune transaction | archive files | archive size | live file after (not vacuumed) |",
+        "| rows archived | chains | batches | time | rows per second | prune transaction, median / longest | archive files | archive size | live file after (not vacuumed) |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         f"| {summary.get('actions', 0):,} | {summary.get('chains', 0):,} | {summary.get('batches', 0):,} | "
-        f"{archive_s:.0f} s | {rate:,.0f} | {summary.get('longest_prune_ms', 0)} ms | {len(files)} | "
+        f"{archive_s:.0f} s | {rate:,.0f} | {summary.get('median_prune_ms', 0)} / {summary.get('longest_prune_ms', 0)} ms | {len(files)} | "
         f"{size / 2**20:.0f} MiB | {live_mib:.0f} MiB |",
         "",
         f"Load average (two cores, shared with other work): {load_during:.1f} over five minutes during the pass.",
@@ -228,8 +228,8 @@ def main() -> None:
         f"Rows left in `scheduled_actions` after the pass: {left:,} (the posts' rows and the ticks' sends).",
         "The reconciler's pass is mostly Python (its SQL, indexed lookups per post, one of them now on",
         "`archived_action_keys`, is about a tenth of it), so its figures swing with the machine's load more",
-        "than with the history; the longest prune transaction is wall time of a process under `nice`, so it",
-        "includes the time the machine gave to other work.",
+        "than with the history; a prune transaction's time is wall time of a process under `nice`, so the",
+        "longest includes the time the machine gave to other work.",
     ]
     print("\n".join(lines))
     if not args.no_write:
