@@ -12,12 +12,15 @@ from jobs.queue import QUEUES, huey
 
 def _clock_job_command(job: ClockJob) -> click.Command:
     @with_appcontext
-    def command():
-        summary = job.run()
+    def command(dry_run: bool = False):
+        summary = job.dry_run() if dry_run else job.run()
         click.echo(json.dumps(summary, sort_keys=True, default=str))
 
     command.__doc__ = f"Run one {job.name} pass now and print its summary as JSON. {job.help}"
-    return click.Command(job.name, callback=command, help=command.__doc__)
+    params = []
+    if job.dry_run is not None:
+        params.append(click.Option(["--dry-run"], is_flag=True, help="Say what a pass would do; write nothing."))
+    return click.Command(job.name, callback=command, help=command.__doc__, params=params)
 
 
 @click.command("recover")

@@ -18,7 +18,7 @@ from datetime import datetime
 
 from huey import crontab
 
-from jobs import clock, works
+from jobs import clock, retention, works
 from jobs.queue import huey, task_app
 
 
@@ -28,6 +28,8 @@ class ClockJob:
     cadence: Callable[[datetime], bool]  # a huey.crontab (UTC), or any test of the minute
     run: Callable[[], dict]  # one pass, inside an app context; returns its summary
     help: str
+    # What a pass would do, writing nothing: the command then takes ``--dry-run``.
+    dry_run: Callable[[], dict] | None = None
 
 
 EVERY_MINUTE = crontab(minute="*")
@@ -60,6 +62,9 @@ CLOCK_JOBS: list[ClockJob] = [
              "Recover stuck generations, then claim each due work schedule and hand its run to the works queue."),
     ClockJob("drip-advance", EVERY_MINUTE, clock.drip_advance_once,
              "Advance drip enrollments: settle ended sends, re-mint held ones, mint every step due within the minute."),
+    ClockJob("archive", EVERY_HOUR, retention.archive_once,
+             "Copy terminal history older than TICKWORK_RETENTION_DAYS into monthly archive files, then prune it; "
+             "prune old clock runs, outbox entries and heartbeats.", dry_run=retention.archive_dry_run),
 ]
 
 

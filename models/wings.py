@@ -7,7 +7,7 @@ builds its hooks with :func:`install_hooks`. A new wing adds its tables module a
 """
 
 from models.accounts import idempotency, tables as accounts_tables  # noqa: F401
-from models.actions import tables as actions_tables  # noqa: F401
+from models.actions import archived_keys, tables as actions_tables  # noqa: F401
 from models.channels import outbox, tables as channels_tables  # noqa: F401
 from models.clock import tables as clock_tables  # noqa: F401
 from models.core.base import Base
@@ -16,6 +16,7 @@ from models.drips import hooks as drips_hooks, tables as drips_tables  # noqa: F
 from models.imports import tables as imports_tables  # noqa: F401
 from models.notifications import tables as notifications_tables  # noqa: F401
 from models.posts import hooks as posts_hooks, tables as posts_tables  # noqa: F401
+from models.retention import tables as retention_tables  # noqa: F401
 from models.recurring import hooks as recurring_hooks, tables as recurring_tables  # noqa: F401
 from models.works import hooks as works_hooks, tables as works_tables  # noqa: F401
 

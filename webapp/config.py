@@ -54,6 +54,13 @@ def default_settings(instance_path: str) -> dict:
         "TICKWORK_SIGNIN_LIMIT_PER_ACCOUNT": os.environ.get("TICKWORK_SIGNIN_LIMIT_PER_ACCOUNT") or "10 per 10 minutes",
         "TICKWORK_SIGNIN_LIMIT_PER_ADDRESS": os.environ.get("TICKWORK_SIGNIN_LIMIT_PER_ADDRESS") or "50 per 10 minutes",
         "TICKWORK_API_RATE_LIMIT": os.environ.get("TICKWORK_API_RATE_LIMIT") or "1200 per minute",
+        # Retention: terminal actions older than this are archived, then pruned; clock runs,
+        # outbox entries and heartbeats are pruned after their own ages (days, whole numbers).
+        "TICKWORK_ARCHIVE_DIR": os.environ.get("TICKWORK_ARCHIVE_DIR") or str(instance),
+        "TICKWORK_RETENTION_DAYS": os.environ.get("TICKWORK_RETENTION_DAYS") or 90,
+        "TICKWORK_CLOCK_RUN_RETENTION_DAYS": os.environ.get("TICKWORK_CLOCK_RUN_RETENTION_DAYS") or 30,
+        "TICKWORK_OUTBOX_RETENTION_DAYS": os.environ.get("TICKWORK_OUTBOX_RETENTION_DAYS") or 30,
+        "TICKWORK_HEARTBEAT_RETENTION_DAYS": os.environ.get("TICKWORK_HEARTBEAT_RETENTION_DAYS") or 7,
         # The public address links are made under (drip unsubscribe links, provider webhooks).
         "TICKWORK_BASE_URL": os.environ.get("TICKWORK_BASE_URL") or None,
     }
@@ -63,6 +70,8 @@ def finish_settings(config: dict, instance_path: str) -> None:
     if not config.get("SECRET_KEY"):
         config["SECRET_KEY"] = _secret_key(Path(instance_path))
     check_base_url(config.get("TICKWORK_BASE_URL"))
+    for name in RETENTION_DAYS:
+        config[name] = check_days(name, config.get(name))
     uri = config["SQLALCHEMY_DATABASE_URI"]
     check_database_url(uri)
     if uri.startswith("postgresql://") or uri.startswith("postgres://"):
@@ -75,6 +84,21 @@ def finish_settings(config: dict, instance_path: str) -> None:
         config["SQLALCHEMY_ENGINE_OPTIONS"] = options
     if uri.startswith("sqlite:///"):
         Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+
+
+RETENTION_DAYS = ("TICKWORK_RETENTION_DAYS", "TICKWORK_CLOCK_RUN_RETENTION_DAYS", "TICKWORK_OUTBOX_RETENTION_DAYS",
+                  "TICKWORK_HEARTBEAT_RETENTION_DAYS")
+
+
+def check_days(name: str, value) -> int:
+    """A retention setting: a whole number of days, at least one."""
+    try:
+        days = int(str(value).strip())
+    except ValueError:
+        days = 0
+    if days < 1 or days > 36_500:
+        raise ConfigurationError(f"{name} {value!r}: expected a whole number of days from 1 to 36500, such as 90")
+    return days
 
 
 def _policy_overrides(text: str) -> dict:

@@ -15,7 +15,7 @@ import models.core.types
 
 # revision identifiers, used by Alembic.
 revision = '0013'
-down_revision = '0011'
+down_revision = '0012'
 branch_labels = None
 depends_on = None
 

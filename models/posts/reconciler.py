@@ -38,6 +38,7 @@ from sqlalchemy.orm import Session
 
 from models.actions import lifecycle
 from models.accounts.tables import Workspace
+from models.actions.archived_keys import archived_blocking_keys
 from models.actions.tables import ACTIVE_STATUSES, CancelKind, Origin, ScheduledAction, Status, blocks_minting_again
 from models.clock.runs import run_recorded
 from models.core.database import read_session, write_session
@@ -120,7 +121,9 @@ def decide(session: Session, post: Post, *, now: datetime, policy: Policy) -> De
         decision.instant = resolve_post_time(post, zone).instant
         decision.payload = post_payload(post)
         targets = {channel.name: channel for channel in post_targets(session, post.id)}
-        gated = terminal_history_keys(rows)
+        # Retention keeps the keys of the history it archived: they gate as the live rows do.
+        archived = archived_blocking_keys(session, post.workspace_id, {ACTION_TYPE}, {post.thing_id})
+        gated = terminal_history_keys(rows) | {target for _, target in archived}
         for name, channel in targets.items():
             row = active.get(name)
             if row is None:
@@ -136,7 +139,12 @@ def decide(session: Session, post: Post, *, now: datetime, policy: Policy) -> De
                 decision.moves.append((row, channel))
             else:
                 decision.counts["unchanged"] += 1
-        decision.mark_published = delivery_of(list(targets), rows).all_sent
+        # A target whose only rows were archived counts as sent when one of them was published.
+        sent_archived = {target for (_, target), published in archived.items() if published}
+        delivery = delivery_of(list(targets), rows)
+        decision.mark_published = delivery.total > 0 and all(
+            t.status == Status.PUBLISHED.value or (t.latest is None and t.channel in sent_archived)
+            for t in delivery.targets)
 
     for name, row in active.items():
         if name in targets:

@@ -49,6 +49,7 @@ from models.accounts.workspaces import workspace_zone
 from models.actions import lifecycle
 from models.actions.guard import DuplicateActiveAction, PublishGuardViolation
 from models.actions.scheduling import NewAction, insert_action
+from models.actions.archived_keys import archived_blocking_keys
 from models.actions.tables import ACTIVE_STATUSES, CancelKind, Origin, ScheduledAction, Status, blocks_minting_again
 from models.channels.tables import Channel
 from models.clock.runs import run_recorded
@@ -159,11 +160,14 @@ def expand_rule(
     channel = session.get(Channel, rule.channel_id)
     payloads = {thing: occurrence_payload(rule, occurrence) for thing, occurrence in wanted.items()}
 
+    # Slots whose terminal history retention archived: gated as if their rows were still here.
+    archived = {thing for thing, _ in archived_blocking_keys(session, rule.workspace_id, {rule.action_type},
+                                                             set(wanted))}
     inserts: dict[str, Occurrence] = {}
     moves: list[tuple[ScheduledAction, str]] = []
     for thing, occurrence in wanted.items():
         rows = found.get(thing, [])
-        if any(blocks_minting_again(row) for row in rows):
+        if thing in archived or any(blocks_minting_again(row) for row in rows):
             done.counts["skip_terminal"] += 1
             continue
         active = [row for row in rows if row.status in ACTIVE_STATUSES]

@@ -21,6 +21,8 @@ def pages(acme):
          200, 200),
         ("/failures", "marketer", 200, 200),
         ("/outbox", "marketer", 200, 200),
+        ("/history", "marketer", 200, 200),
+        ("/history?q=bread+%22oven", "marketer", 200, 200),
         ("/posts/new?date=2026-06-10", "marketer", 200, 200),
         ("/posts/import", "marketer", 200, 200),
         (f"/posts/{acme.post}", "marketer", 200, 200),

@@ -1,6 +1,6 @@
 """``/api/v1/actions``: schedule, list, inspect, cancel, reschedule and retry actions."""
 
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, current_app, jsonify, request
 
 from models.actions.access import check_may_reschedule
 from models.actions.reading import action_cursor, action_events, get_action, list_actions, read_action_cursor
@@ -9,8 +9,9 @@ from models.actions.tables import Origin, Status
 from models.channels.reading import channel_by_name, channel_names
 from models.channels.tables import Channel
 from models.core.database import db, write_session
-from models.core.errors import InvalidInput
+from models.core.errors import InvalidInput, NotFound
 from models.core.runtime import runtime
+from models.retention.reading import archived_action
 from webapp.api.parsing import (
     json_body,
     optional_string,
@@ -20,7 +21,7 @@ from webapp.api.parsing import (
     required_string,
 )
 from webapp.api.spec import errors, json_content, row_id
-from webapp.api.serialize import action_json
+from webapp.api.serialize import action_json, iso
 from webapp.api.idempotency import idempotent
 from webapp.auth import api_caller
 
@@ -97,7 +98,16 @@ def index():
 def show(action_id: int):
     """One action with its timeline."""
     caller = api_caller()
-    return _one(db.session, get_action(db.session, caller.workspace.id, action_id), events=True)
+    try:
+        return _one(db.session, get_action(db.session, caller.workspace.id, action_id), events=True)
+    except NotFound:
+        archived = archived_action(db.session, caller.workspace.id, action_id, current_app.config["TICKWORK_ARCHIVE_DIR"])
+        if archived is None:
+            raise
+    channel = db.session.get(Channel, archived.row.channel_id)
+    body = action_json(archived.row, channel_name=channel.name if channel else None, events=archived.events)
+    body.update(archived=True, archive_file=archived.file, archived_at=iso(archived.archived_at))
+    return jsonify(body)
 
 
 @bp.post("/<int:action_id>/cancel")
@@ -183,6 +193,9 @@ OPENAPI = {
                 "created_at": _INSTANT,
                 "updated_at": _INSTANT,
                 "note": {"type": "string", "description": "why the wall time moved (a DST gap or overlap)"},
+                "archived": {"type": "boolean", "description": "read from an archive file (retention); read-only"},
+                "archive_file": {"type": "string", "description": "the archive file that holds it"},
+                "archived_at": _INSTANT,
                 "events": {"type": "array", "items": {"type": "object", "required": ["to", "at", "actor"], "properties": {
                     "from": {"type": ["string", "null"]}, "to": {"type": "string"}, "at": _INSTANT,
                     "actor": {"type": "string"}, "reason": {"type": ["string", "null"]},
@@ -235,7 +248,7 @@ OPENAPI = {
         },
         "/api/v1/actions/{action_id}": {
             "parameters": [row_id("action_id")],
-            "get": {"summary": "One action with its timeline",
+            "get": {"summary": "One action with its timeline (an archived one is read from its archive file)",
                     "responses": {"200": {"description": "The action.",
                                           **json_content({"$ref": "#/components/schemas/Action"})},
                                   **errors("404")}},

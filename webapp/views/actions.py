@@ -11,7 +11,7 @@ re-rendered and the refusal written on it, under the refusal's own status code (
 import json
 from dataclasses import dataclass, replace
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 from flask_login import login_required
 from sqlalchemy import select
 
@@ -21,8 +21,9 @@ from models.actions.scheduling import cancel_action, reschedule_action, retry_ac
 from models.actions.tables import ActionEvent, ScheduledAction, Status
 from models.channels.reading import channel_names
 from models.core.database import db, write_session
-from models.core.errors import DomainError, InvalidInput
+from models.core.errors import DomainError, InvalidInput, NotFound
 from models.core.runtime import runtime
+from models.retention.reading import archived_action
 from models.core.time_input import parse_clock, parse_day, resolve_typed
 from webapp.redirects import same_site_path
 from webapp.views.context import Viewer, is_htmx, render_page, viewer
@@ -117,7 +118,19 @@ def render_detail(row: ScheduledAction, *, status: int = 200, message: str | Non
 def detail(action_id: int):
     """An action's detail: timeline, lineage, payload, provider id."""
     v = viewer()
-    return render_detail(get_action(db.session, v.workspace.id, action_id))
+    try:
+        return render_detail(get_action(db.session, v.workspace.id, action_id))
+    except NotFound:
+        archived = archived_action(db.session, v.workspace.id, action_id, current_app.config["TICKWORK_ARCHIVE_DIR"])
+        if archived is None:
+            raise
+    row = archived.row
+    names = channel_names(db.session, v.workspace.id)
+    return render_page(
+        "actions/archived_detail.html", v=v, row=row, archived=archived, channel_name=names.get(row.channel_id, "?"),
+        reason=failure_reason(row) if row.status == Status.FAILED.value else None,
+        payload_text=json.dumps(row.payload, indent=2, ensure_ascii=False, sort_keys=True),
+    )
 
 
 @bp.get("/actions/<int:action_id>/row")
