@@ -4,7 +4,7 @@ One new table; scheduled_actions is not altered, so its triggers (the publish gu
 as they are on both dialects.
 
 Revision ID: 0013
-Revises: 0011
+Revises: 0012
 Create Date: 2026-12-01 04:00:00
 
 """
