@@ -17,7 +17,7 @@ if MODEL == "gevent":
     from gevent import monkey
     monkey.patch_all()
 from common import make_app
-import os, time, json, subprocess, tempfile, resource
+import time, json, subprocess, tempfile, resource
 from datetime import datetime, timedelta, timezone
 import clock as B
 

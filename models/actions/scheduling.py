@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from models.accounts.tables import Role
 from models.actions import access, lifecycle
 from models.actions.reading import get_action
-from models.actions.tables import ACTIVE_STATUSES, ActionEvent, CancelKind, Origin, ScheduledAction, Status
+from models.actions.tables import ACTIVE_STATUSES, CancelKind, Origin, ScheduledAction, Status
 from models.channels.tables import Channel
 from models.core.errors import Conflict, InvalidInput, NotFound, TooLarge
 from models.core.hooks import Hooks

@@ -29,7 +29,7 @@ from sqlalchemy import bindparam, insert, update
 from sqlalchemy.orm import Session
 
 from models.core.events import event_values
-from models.core.moves import Actor, Outcome, Refused, move_from_seen
+from models.core.moves import Actor, Outcome, move_from_seen
 from models.core.types import UTCDateTime
 from models.posts.tables import Post, PostEvent, PostStatus
 

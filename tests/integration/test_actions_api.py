@@ -1,7 +1,5 @@
 """``/api/v1/actions``: the contract, every bad input (invariant 8), reschedule (invariant 4) and retry."""
 
-from datetime import timedelta
-
 import pytest
 from sqlalchemy import func, select
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from models.actions import lifecycle
-from models.actions.tables import ActionEvent, CancelKind, FailureCode, ScheduledAction, Status
+from models.actions.tables import ActionEvent, CancelKind, FailureCode, ScheduledAction
 from models.core.database import write_session
 from models.actions.lifecycle import ALLOWED_MOVES, Move
 from models.core.moves import Actor, Refusal

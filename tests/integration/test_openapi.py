@@ -12,7 +12,6 @@ import threading
 import pytest
 from werkzeug.serving import make_server
 
-from tests.conftest import ROOT
 from tests.factories import add_action
 
 DOCUMENT = "/api/v1/openapi.json"

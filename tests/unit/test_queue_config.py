@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 
 import httpx
 import pytest
-from huey.storage import PostgresStorage, RedisStorage, SqliteStorage
+from huey.storage import PostgresStorage, RedisStorage
 
 from jobs.queue import QueueSqliteStorage
 
