@@ -35,7 +35,7 @@ class ApiCaller:
 
 @login_manager.user_loader
 def _load_user(user_id: str):
-    if not user_id.isdigit():
+    if not user_id.isdecimal():
         return None
     user = db.session.get(User, int(user_id))
     return user if user is not None and user.is_active else None

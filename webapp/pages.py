@@ -60,7 +60,7 @@ def index():
 def switch_workspace():
     """Look at another workspace this person belongs to."""
     raw = request.form.get("workspace_id", "")
-    chosen = int(raw) if raw.isdigit() else None
+    chosen = int(raw) if raw.isdecimal() else None
     if chosen is None or chosen not in {m.workspace_id for m in memberships_of(current_user.id)}:
         raise Forbidden("You are not a member of that workspace.")
     session["workspace_id"] = chosen

@@ -60,7 +60,7 @@ def _aware(text: str) -> datetime:
 
 
 def _row_id(text: str) -> int:
-    if not text.isdigit() or not 0 < int(text) <= MAX_ID:
+    if not text.isdecimal() or not 0 < int(text) <= MAX_ID:
         raise ValueError("not a row id")
     return int(text)
 

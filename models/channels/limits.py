@@ -82,7 +82,7 @@ def parse_rate(value) -> Rate | None:
 def parse_concurrency(value) -> int | None:
     if value is None or (isinstance(value, str) and value.strip().lower() in _NONE):
         return None
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isdecimal():
         value = int(value.strip())
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_CONCURRENCY:
         raise InvalidInput(f"concurrency is a whole number of sends at once, 1 to {MAX_CONCURRENCY:,}, or none; "

@@ -63,7 +63,7 @@ def _aware(text: str) -> datetime:
 
 
 def _entry_id(text: str) -> int:
-    if not text.isdigit() or not 0 < int(text) <= MAX_ID:
+    if not text.isdecimal() or not 0 < int(text) <= MAX_ID:
         raise ValueError("not an entry id")
     return int(text)
 

@@ -284,6 +284,6 @@ def enrollment_of(thing_id: str | None) -> tuple[int, int] | None:
     if not thing_id or not thing_id.startswith(DEDUPE_PREFIX):
         return None
     parts = thing_id[len(DEDUPE_PREFIX):].split(":")
-    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+    if len(parts) != 2 or not all(part.isdecimal() for part in parts):
         return None
     return int(parts[0]), int(parts[1])

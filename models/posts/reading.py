@@ -158,7 +158,7 @@ def post_cursor(post: Post) -> str:
 
 
 def _post_id(text: str) -> int:
-    if not text.isdigit() or not 0 < int(text) <= MAX_ID:
+    if not text.isdecimal() or not 0 < int(text) <= MAX_ID:
         raise ValueError("not a post id")
     return int(text)
 

@@ -119,4 +119,4 @@ def post_id_of(thing_id: str | None) -> int | None:
     if not thing_id or not thing_id.startswith("post:"):
         return None
     rest = thing_id[5:]
-    return int(rest) if rest.isdigit() else None
+    return int(rest) if rest.isdecimal() else None

@@ -211,7 +211,7 @@ def _whole(raw, field: str, low: int, high: int, default: int | None = None) -> 
     text = (raw or "").strip() if isinstance(raw, str) else raw
     if text in (None, "") and default is not None:
         return default
-    if isinstance(text, str) and text.lstrip("-").isdigit() and len(text) < 6 and low <= int(text) <= high:
+    if isinstance(text, str) and text.lstrip("-").isdecimal() and len(text) < 6 and low <= int(text) <= high:
         return int(text)
     raise InvalidInput(f"{field} must be a whole number from {low} to {high}", field=field, code="bad_number")
 
@@ -272,7 +272,7 @@ def choices_from_rrule(rrule: str) -> dict:
         found["repeat"] = "weekdays"
     elif freq == "WEEKLY" and byday and not monthday and all(day in WEEKDAYS for day in byday.split(",")):
         found.update(repeat="weekly", weekdays=byday.split(","))
-    elif freq == "MONTHLY" and monthday and not byday and monthday.lstrip("-").isdigit():
+    elif freq == "MONTHLY" and monthday and not byday and monthday.lstrip("-").isdecimal():
         found.update(repeat="monthly_day", month_day="last" if monthday == "-1" else monthday)
     elif freq == "MONTHLY" and byday and not monthday and byday[:-2] in ORDINALS and byday[-2:] in WEEKDAYS:
         found.update(repeat="monthly_weekday", ordinal=byday[:-2], weekday=byday[-2:])

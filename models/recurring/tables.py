@@ -136,7 +136,7 @@ def rule_id_of(thing_id: str | None) -> int | None:
     if not thing_id or not thing_id.startswith("rule:"):
         return None
     number = thing_id[5:].split(":", 1)[0]
-    return int(number) if number.isdigit() and 0 < int(number) <= MAX_ID else None
+    return int(number) if number.isdecimal() and 0 < int(number) <= MAX_ID else None
 
 
 def slot_of(thing_id: str | None) -> str | None:

@@ -16,7 +16,7 @@ def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
     value = value.strip()
     if not value:
         return None
-    if value.isdigit():
+    if value.isdecimal():
         return min(timedelta(seconds=int(value)), MAX_RETRY_AFTER)
     try:
         when = parsedate_to_datetime(value)

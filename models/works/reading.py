@@ -74,7 +74,7 @@ def list_works(session: Session, workspace_id: int, *, after: int | None = None,
 
 def read_works_cursor(cursor: str) -> int:
     """The id a works cursor carries (it is the last id shown), or a 422."""
-    if not cursor.isdigit() or not 0 < int(cursor) <= MAX_ID:
+    if not cursor.isdecimal() or not 0 < int(cursor) <= MAX_ID:
         raise InvalidInput("cursor is not one this API gave out", field="cursor", code="bad_cursor")
     return int(cursor)
 

@@ -80,7 +80,7 @@ def _cursor_id(name: str = "cursor") -> int | None:
         return None
 
     def ident(text: str) -> int:
-        if not text.isdigit() or not 0 < int(text) <= 2**31 - 1:
+        if not text.isdecimal() or not 0 < int(text) <= 2**31 - 1:
             raise ValueError("not an id")
         return int(text)
 

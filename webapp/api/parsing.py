@@ -74,6 +74,6 @@ def query_limit(default: int = 50, maximum: int = 200) -> int:
     raw = request.args.get("limit")
     if raw is None:
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= maximum:
+    if not raw.isdecimal() or not 1 <= int(raw) <= maximum:
         raise InvalidInput(f"limit must be a whole number from 1 to {maximum}", field="limit", code="bad_limit")
     return int(raw)

@@ -140,7 +140,7 @@ def index():
         if value not in known:
             raise InvalidInput(f"unknown status {value[:40]!r}; one of {', '.join(sorted(known))}", field="status")
     cursor = request.args.get("cursor")
-    if cursor is not None and not (cursor.isdigit() and len(cursor) < 11):
+    if cursor is not None and not (cursor.isdecimal() and len(cursor) < 11):
         raise InvalidInput("cursor is not one this API gave out", field="cursor", code="bad_cursor")
     limit = query_limit()
     rules = list_rules(db.session, caller.workspace.id, statuses=statuses or None,
@@ -165,7 +165,7 @@ def occurrences(rule_id: int):
     """The next ``count`` occurrences (up to 500) after ``after`` (RFC 3339; default now), with DST notes."""
     caller = api_caller()
     raw = request.args.get("count", "10")
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_OCCURRENCES:
+    if not raw.isdecimal() or not 1 <= int(raw) <= MAX_OCCURRENCES:
         raise InvalidInput(f"count must be a whole number from 1 to {MAX_OCCURRENCES}", field="count",
                            code="bad_count")
     after = parse_instant(request.args["after"], "after") if "after" in request.args else runtime().now()

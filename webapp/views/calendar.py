@@ -183,7 +183,7 @@ def calendar():
 
 def _post_id(raw) -> int:
     text = raw.strip() if isinstance(raw, str) else ""
-    if not text.isdigit() or not 0 < int(text) <= MAX_ID:
+    if not text.isdecimal() or not 0 < int(text) <= MAX_ID:
         raise InvalidInput("Pick a post to move.", field="post", code="bad_post")
     return int(text)
 
@@ -193,7 +193,7 @@ def _undo_guard(form) -> UndoGuard | None:
     if form.get("undo") != "1":
         return None
     revision, rows = (form.get("revision") or "").strip(), (form.get("rows") or "").strip()
-    if not revision.isdigit() or not 0 < int(revision) <= MAX_ID or (rows and not ROW_IDS.match(rows)):
+    if not revision.isdecimal() or not 0 < int(revision) <= MAX_ID or (rows and not ROW_IDS.match(rows)):
         raise InvalidInput("This Undo is not one Tickwork offered.", field="undo", code="bad_undo")
     ids = tuple(int(part) for part in rows.split(",")) if rows else ()
     if any(not 0 < ident <= MAX_ID for ident in ids):

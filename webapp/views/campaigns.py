@@ -69,7 +69,7 @@ def _steps_from_form(form) -> list[dict]:
     """The editor's steps, in order: each kept unless its Remove box is ticked; the blank one added if filled."""
     steps = []
     count = form.get("step_count", "0")
-    count = int(count) if count.isdigit() and int(count) <= 60 else 0
+    count = int(count) if count.isdecimal() and int(count) <= 60 else 0
     for index in range(count + 1):
         prefix = f"step-{index}-"
         if form.get(prefix + "remove"):
@@ -80,7 +80,7 @@ def _steps_from_form(form) -> list[dict]:
             continue  # the blank step at the end, left blank
         step = {"delay": (form.get(prefix + "delay") or "").strip(), "subject": form.get(prefix + "subject"),
                 "body": body}
-        if ident.isdigit():
+        if ident.isdecimal():
             step["id"] = int(ident)
         if form.get(prefix + "channel"):
             step["channel"] = form.get(prefix + "channel")
@@ -109,7 +109,7 @@ def _form_values(campaign, steps, channels: list[Channel], typed) -> tuple[dict,
     names = {channel.id: channel.name for channel in channels}
     if typed:
         count = typed.get("step_count", "0")
-        count = int(count) if count.isdigit() and int(count) <= 60 else 0
+        count = int(count) if count.isdecimal() and int(count) <= 60 else 0
         rows = [{"id": typed.get(f"step-{i}-id", ""), "delay": typed.get(f"step-{i}-delay", ""),
                  "subject": typed.get(f"step-{i}-subject", ""), "body": typed.get(f"step-{i}-body", ""),
                  "channel": typed.get(f"step-{i}-channel", ""), "window": typed.get(f"step-{i}-window", ""),
@@ -277,14 +277,14 @@ def preview():
     v = viewer()
     raw = request.form.get("contact_id", "")
     sample = SAMPLE_CONTACT
-    if raw.isdigit():
+    if raw.isdecimal():
         try:
             sample = get_contact(db.session, v.workspace.id, int(raw))
         except DomainError:
             sample = SAMPLE_CONTACT
     step = request.form.get("step", "")
     context = template_context(sample, campaign_name=request.form.get("name") or "Your campaign",
-                               step_number=int(step) + 1 if step.isdigit() and len(step) < 4 else 1,
+                               step_number=int(step) + 1 if step.isdecimal() and len(step) < 4 else 1,
                                unsubscribe_url=(base_url() or "https://tickwork.example") + "/unsubscribe/…")
     result = {"subject": None, "body": None, "error": None}
     try:
@@ -320,7 +320,7 @@ def enroll(campaign_id: int):
 
 def _contact_from_form(workspace_id: int) -> int:
     raw = (request.form.get("contact") or "").strip()
-    if raw.isdigit():
+    if raw.isdecimal():
         return int(raw)
     found = list_contacts(db.session, workspace_id, search=raw.lower(), limit=2) if raw else []
     exact = [c for c in found if c.email == raw.lower() or c.phone == raw]

@@ -52,7 +52,7 @@ def parse_settings(text: str) -> dict:
 
 def _setting_value(value: str):
     """Whole numbers become ints and ``true`` / ``false`` booleans; anything else stays text."""
-    if value.isdigit() and len(value) < 10:
+    if value.isdecimal() and len(value) < 10:
         return int(value)
     return {"true": True, "false": False}.get(value.lower(), value)
 

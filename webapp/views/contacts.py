@@ -45,7 +45,7 @@ def render_list(*, error: DomainError | None = None, status: int = 200, typed=No
     search = (request.args.get("q") or "").strip()[:200] or None
     after = request.args.get("after", "")
     page = list_contacts(db.session, v.workspace.id, search=search.lower() if search else None,
-                         after=int(after) if after.isdigit() and len(after) < 11 else None, limit=PAGE_SIZE + 1)
+                         after=int(after) if after.isdecimal() and len(after) < 11 else None, limit=PAGE_SIZE + 1)
     return render_page("drips/contacts.html", v=v, contacts=page[:PAGE_SIZE], search=search or "", error=error,
                        typed=typed, more=page[PAGE_SIZE - 1].id if len(page) > PAGE_SIZE else None), status
 

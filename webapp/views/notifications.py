@@ -57,7 +57,7 @@ def read():
     raw = request.form.get("id", "")
     with write_session() as session:
         mark_read(session, v.workspace.id, v.user.id, now=works_context().clock.now(),
-                  notification_id=int(raw) if raw.isdigit() and len(raw) < 10 else None)
+                  notification_id=int(raw) if raw.isdecimal() and len(raw) < 10 else None)
     if is_htmx():
         db.session.rollback()  # end the read snapshot taken before the write
         return render_template("notifications/_inbox.html", v=v, items=inbox(db.session, v.workspace.id, v.user.id))

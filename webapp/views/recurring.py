@@ -257,7 +257,7 @@ def update(rule_id: int):
         with write_session() as session:
             change = update_rule(session, v.workspace.id, rule_id, fields, actor=v.actor, now=rt.now(),
                                  policy=rt.policy,
-                                 expected_revision=int(raw_revision) if raw_revision.isdigit() else None)
+                                 expected_revision=int(raw_revision) if raw_revision.isdecimal() else None)
     except DomainError as error:
         return render_form(get_rule(db.session, v.workspace.id, rule_id), error=error, status=error.status)
     rt.announce_due(change.new_rows)

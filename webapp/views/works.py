@@ -128,7 +128,7 @@ def show(work_id: int):
 def _schedule_fields(form) -> dict:
     """The schedule form as :func:`put_schedule` takes it; a 422 names a bad field."""
     raw = (form.get("maxFailureBeforePause") or "").strip()
-    if not raw.isdigit() or len(raw) > 3:
+    if not raw.isdecimal() or len(raw) > 3:
         raise InvalidInput(f"Failures before pausing is a whole number from 1 to {MAX_FAILURES_BEFORE_PAUSE}.",
                            field="maxFailureBeforePause", code="out_of_range")
     overrides = {cap: form.get(f"override_{cap}") or None for cap in PROVIDER_CAPABILITIES}
