@@ -18,9 +18,9 @@ fi
 # The house's shape: the import contracts in pyproject.toml (layers, no loops).
 .venv/bin/lint-imports --no-logo
 
-# Two workers (pytest-xdist): the suite is mostly waiting on databases, processes and a browser.
+# Two workers (pytest-xdist); one that runs out of tests takes some of the other's (worksteal).
 set +e
-.venv/bin/python -m pytest -n "${TICKWORK_TEST_WORKERS:-2}" "$@"
+.venv/bin/python -m pytest -n "${TICKWORK_TEST_WORKERS:-2}" --dist worksteal "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

@@ -31,7 +31,7 @@ from models.core.runtime import runtime
 pytestmark = pytest.mark.slow
 
 HOOK_SECRET = "hook-secret"
-ROWS = 2000
+ROWS = 800  # enough for four ticks to overlap and for a kill to land mid-drain with hundreds still to go
 
 
 @pytest.fixture

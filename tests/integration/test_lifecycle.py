@@ -272,8 +272,8 @@ def _due_rows(app, world, clock, count):
     return add_due_actions(app, world, count, publish_at=clock.now())
 
 
-def test_eight_threads_claiming_the_same_500_rows_claim_each_exactly_once(app, world, clock):
-    ids = _due_rows(app, world, clock, 500)
+def test_eight_threads_claiming_the_same_200_rows_claim_each_exactly_once(app, world, clock):
+    ids = _due_rows(app, world, clock, 200)
     wins: list[int] = []
     lock = threading.Lock()
     errors: list[BaseException] = []
@@ -299,9 +299,9 @@ def test_eight_threads_claiming_the_same_500_rows_claim_each_exactly_once(app, w
     assert sorted(wins) == sorted(ids)
     with app.app_context(), write_session() as session:
         assert session.scalar(select(func.count()).select_from(ScheduledAction)
-                              .where(ScheduledAction.status == "submitted", ScheduledAction.attempt_count == 1)) == 500
+                              .where(ScheduledAction.status == "submitted", ScheduledAction.attempt_count == 1)) == 200
         assert session.scalar(select(func.count()).select_from(ActionEvent)
-                              .where(ActionEvent.to_status == "submitted")) == 500
+                              .where(ActionEvent.to_status == "submitted")) == 200
 
 
 CLAIMER = """
@@ -325,8 +325,8 @@ print(json.dumps(won))
 
 
 @pytest.mark.slow
-def test_four_processes_claiming_the_same_500_rows_claim_each_exactly_once(app, world, clock, database_url):
-    ids = _due_rows(app, world, clock, 500)
+def test_four_processes_claiming_the_same_200_rows_claim_each_exactly_once(app, world, clock, database_url):
+    ids = _due_rows(app, world, clock, 200)
     env = dict(os.environ, TICKWORK_DATABASE_URL=database_url, TICKWORK_SECRET_KEY=TEST_SECRET,
                TICKWORK_QUEUE_URL="immediate")
     import json

@@ -139,7 +139,7 @@ def test_schemathesis_finds_no_server_error_and_no_answer_outside_the_document(a
              "-H", f"Authorization: Bearer {world.tokens['admin']}",
              "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
                          "response_schema_conformance",
-             "--max-examples", "25", "--seed", "20261201", "--generation-database", "none",
+             "--max-examples", "12", "--seed", "20261201", "--generation-database", "none",
              "--workers", "1", "--no-color", "--max-failures", "20"],
             cwd=tmp_path, capture_output=True, text=True, timeout=600)
     finally:
