@@ -3,11 +3,16 @@
 at), run one ``dispatch-works`` pass, print its summary as JSON.
 
 The test writes the start file once every racer is ready, so a slow start-up never lets one racer
-finish before the others begin, and the shared instant lines their passes up.
+finish before the others begin, and the shared instant lines their passes up. Each racer also steps
+aside a random few milliseconds after each schedule it dispatches, as a busy process would: the racers
+walk the same due list in the same order, and on SQLite the first to start would otherwise stay one
+schedule ahead of the others (a writer that commits and begins again at once keeps the lock while the
+others' busy handlers sleep) and win every one.
 """
 
 import json
 import os
+import random
 import sys
 import time
 from pathlib import Path
@@ -18,6 +23,17 @@ def main() -> None:
     from sqlalchemy import text
 
     from jobs.works import dispatch_works_once
+    from models.works import dispatcher
+
+    dispatch = dispatcher.dispatch_schedule
+
+    def dispatch_then_step_aside(*args, **kwargs):
+        try:
+            return dispatch(*args, **kwargs)
+        finally:
+            time.sleep(random.uniform(0.0, 0.01))
+
+    dispatcher.dispatch_schedule = dispatch_then_step_aside
     from models.core.database import db
     from webapp import create_app
 
