@@ -261,3 +261,16 @@ def test_a_body_past_the_limit_is_refused_in_words_on_a_page_and_in_json(app, wo
     api = app.test_client().post("/api/v1/posts", headers=world.auth("marketer"), data=three_megabytes,
                                  content_type="application/json")
     assert api.status_code == 413 and api.json["error"]["message"].startswith("That request is too large")
+
+
+def test_a_nul_character_in_a_query_or_a_form_is_refused_naming_its_field_on_both_databases(app, world):
+    """PostgreSQL cannot compare a NUL: a search for one used to answer 500 there (found by bench/fuzz.py)."""
+    api = app.test_client().get("/api/v1/contacts?q=a%00b", headers=world.auth("marketer"))
+    assert api.status_code == 422 and api.json["error"] == {
+        "code": "bad_character", "message": "q must not contain NUL characters", "field": "q"}
+    browser = SignedIn(app, "marketer", world).fresh()
+    page = browser.open("/contacts?q=a%00b", "GET")
+    assert page.status_code == 422 and "q must not contain NUL characters" in page.get_data(as_text=True)
+    posted = browser.open("/posts", "POST", data={"body": "a\x00b", "csrf_token": browser.token})
+    assert posted.status_code == 422 and "body must not contain NUL characters" in posted.get_data(as_text=True)
+    assert app.test_client().get("/api/v1/contacts?q=ab", headers=world.auth("marketer")).status_code == 200
