@@ -75,7 +75,8 @@ def test_the_schedule_form_saves_in_place_and_a_refusal_is_written_on_the_card(a
     assert (schedule_row(app, work).cadence, schedule_row(app, work).billing_mode) == ("hourly", "usage")
     for bad, field in (({**form, "maxFailureBeforePause": "eleven"}, "Failures before pausing"),
                        ({**form, "billingMode": "usage", "override_search": "nope"}, "is installed"),
-                       ({**form, "cadence": "\x00"}, "is not a cadence")):
+                       ({**form, "cadence": "?"}, "is not a cadence"),
+                       ({**form, "cadence": "\x00"}, "cadence must not contain NUL characters")):
         answer = browser.post(f"/works/{work}/schedule", bad, htmx=True)
         assert answer.status_code == 422 and field in answer.get_data(as_text=True), bad
     plain = browser.post(f"/works/{work}/schedule", {**form, "billingMode": "usage", "cadence": "daily"})
