@@ -9,6 +9,8 @@ from functools import wraps
 
 from flask import Flask, current_app, request
 
+from models.core.errors import InvalidInput
+
 UPLOAD_LIMIT = 20 * 1024 * 1024
 
 
@@ -21,6 +23,17 @@ def takes_upload(view):
 
     wrapper.upload_limit = UPLOAD_LIMIT
     return wrapper
+
+
+def uploaded_file() -> bytes:
+    """The file a :func:`takes_upload` API route was sent: a multipart ``file`` field, or the raw body."""
+    if request.files:
+        upload = request.files.get("file")
+        if upload is None:
+            raise InvalidInput("send the CSV file as the request body, or as the multipart field 'file'",
+                               field="file", code="missing")
+        return upload.read()
+    return request.get_data(cache=False)
 
 
 def _raise_limit_for_uploads():

@@ -60,7 +60,7 @@ from webapp.api.spec import (
 )
 from webapp.auth import api_caller
 from webapp.drip_runtime import base_url, follow, sending_context
-from webapp.uploads import takes_upload
+from webapp.uploads import takes_upload, uploaded_file
 
 bp = Blueprint("api_drips", __name__, url_prefix="/api/v1")
 
@@ -317,17 +317,6 @@ def remove(enrollment_id: int):
 # -- CSV ------------------------------------------------------------------------------------------
 
 
-def _upload() -> bytes:
-    """The file: a multipart ``file`` field, or the raw body."""
-    if request.files:
-        upload = request.files.get("file")
-        if upload is None:
-            raise InvalidInput("send the CSV file as the request body, or as the multipart field 'file'",
-                               field="file", code="missing")
-        return upload.read()
-    return request.get_data(cache=False)
-
-
 def import_report(report) -> dict:
     return {"import_id": report.import_id, "expires_at": iso(report.expires_at), "columns": report.columns,
             "counts": report.counts, "accepted": report.accepted, "lines": [
@@ -349,7 +338,7 @@ def enroll_csv(campaign_id: int):
     caller = api_caller()
     campaign = get_campaign(db.session, caller.workspace.id, campaign_id)
     ops.check_takes_enrollments(campaign)
-    data = _upload()
+    data = uploaded_file()
     rt = runtime()
     checker = EnrollmentImport()
     report = dry_run(data, checker, workspace_id=caller.workspace.id, target=str(campaign.id), actor=caller.actor,

@@ -20,7 +20,7 @@ from webapp.api.serialize import iso
 from webapp.api.idempotency import idempotent
 from webapp.api.spec import IDEMPOTENCY_KEY, errors, json_content
 from webapp.auth import api_caller
-from webapp.uploads import takes_upload
+from webapp.uploads import takes_upload, uploaded_file
 
 bp = Blueprint("api_post_imports", __name__, url_prefix="/api/v1")
 
@@ -35,17 +35,6 @@ def _status(raw) -> bool:
     if raw not in STATUSES:
         raise InvalidInput("status must be draft or approved", field="status", code="bad_status")
     return raw == "approved"
-
-
-def _upload() -> bytes:
-    """The file: a multipart ``file`` field, or the raw body."""
-    if request.files:
-        upload = request.files.get("file")
-        if upload is None:
-            raise InvalidInput("send the CSV file as the request body, or as the multipart field 'file'",
-                               field="file", code="missing")
-        return upload.read()
-    return request.get_data(cache=False)
 
 
 def import_report(report) -> dict:
@@ -70,7 +59,7 @@ def posts_csv():
     approve = _status(request.args.get("status"))
     rt = runtime()
     checker = PostImport(clock=rt.clock, policy=rt.policy, approve=approve)
-    report = dry_run(_upload(), checker, workspace_id=caller.workspace.id, target=TARGET, actor=caller.actor,
+    report = dry_run(uploaded_file(), checker, workspace_id=caller.workspace.id, target=TARGET, actor=caller.actor,
                      clock=rt.clock, policy=rt.policy)
     answer = import_report(report)
     if request.args.get("dry_run") in ("1", "true"):
