@@ -4,7 +4,8 @@ from flask import Flask, jsonify, make_response, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
-from models.core.errors import DomainError, InvalidInput
+from models.core.errors import DomainError
+from models.core.json_input import check_text
 
 
 TOO_LARGE = ("That request is too large: a form or a JSON body takes at most 2 MiB, a field of a form at most "
@@ -40,12 +41,13 @@ def page_or_message(status: int, message: str):
 
 def refuse_nul_characters() -> None:
     """No query string or form value may hold a NUL character: PostgreSQL can neither store nor compare
-    one, so it would fail deep in a query; refused here, for every route, naming the field."""
+    one, so it would fail deep in a query; refused here, for every route, naming the field, by the
+    check JSON values go through."""
     for source in (request.args, request.form):
         for name, value in source.items(multi=True):
-            if "\x00" in value or "\x00" in name:
-                raise InvalidInput(f"{name.replace(chr(0), '')[:40] or 'a field'} must not contain NUL characters",
-                                   field=name.replace("\x00", "")[:40] or None, code="bad_character")
+            field = name.replace("\x00", "")[:40] or "a field"
+            check_text(name, field=field)
+            check_text(value, field=field)
 
 
 def init_app(app: Flask) -> None:

@@ -54,7 +54,7 @@ def parse_json_object(raw: bytes | str) -> dict:
         raise MalformedBody("the request body must be a JSON object")
     for key, value in body.items():
         check_json_value(value, field=key, depth=1)
-        _check_text(key, field=key)
+        check_text(key, field=key)
     return body
 
 
@@ -67,20 +67,21 @@ def check_json_value(value, *, field: str, depth: int = 0) -> None:
     while pending:
         item, level = pending.pop()
         if isinstance(item, str):
-            _check_text(item, field=field)
+            check_text(item, field=field)
         elif isinstance(item, (dict, list)):
             if level >= MAX_DEPTH:
                 raise InvalidInput(f"{field} is nested more than {MAX_DEPTH} levels deep", field=field,
                                    code="too_deep")
             if isinstance(item, dict):
                 for key, inner in item.items():
-                    _check_text(key, field=field)
+                    check_text(key, field=field)
                     pending.append((inner, level + 1))
             else:
                 pending.extend((inner, level + 1) for inner in item)
 
 
-def _check_text(text: str, *, field: str) -> None:
+def check_text(text: str, *, field: str) -> None:
+    """Refuse a NUL or a lone surrogate in ``text``, naming ``field`` (JSON values, query strings, forms)."""
     if "\x00" in text:
         raise InvalidInput(f"{field} must not contain NUL characters", field=field, code="bad_character")
     try:
