@@ -25,6 +25,10 @@ PG_ADMIN_URL = os.environ.get("TICKWORK_TEST_PG", "postgresql://postgres@127.0.0
 TEST_SECRET = "test-secret-key-for-tickwork"
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+# The suite's fakes listen on loopback: the egress policy opens exactly that, for this process and for
+# every child process a test starts (they all inherit the environment), so tests run the real policy.
+EGRESS_ALLOW = "127.0.0.0/8,::1/128,localhost"
+os.environ["TICKWORK_EGRESS_ALLOW"] = EGRESS_ALLOW
 
 
 def _backends(config) -> list[str]:
@@ -137,7 +141,18 @@ def app_config(database_url, clock, tmp_path):
         "TICKWORK_QUEUE_URL": "immediate",
         "TICKWORK_CLOCK": clock,
         "TICKWORK_POLICY": {},
+        "TICKWORK_EGRESS_ALLOW": EGRESS_ALLOW,
     }
+
+
+@pytest.fixture
+def egress_allow():
+    """Set the process's egress allow list for one test (``egress_allow("")`` opens nothing); the
+    suite's own list is put back afterwards."""
+    from models.core import egress
+
+    yield egress.configure
+    egress.configure(EGRESS_ALLOW)
 
 
 @pytest.fixture

@@ -40,12 +40,13 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     import jobs
     from models import wings  # every table on the metadata, before anything uses it
-    from models.core import runtime
+    from models.core import egress, runtime
     from models.core.database import configure_engine, db
     from models.core.secrets_box import SecretBox
     from webapp import api, assets, auth, cli, errors, limits, pages, public, uploads
     from webapp.extensions import csrf, migrate
 
+    egress.configure(app.config["TICKWORK_EGRESS_ALLOW"])
     db.init_app(app)
     with app.app_context():
         configure_engine(db.engine)

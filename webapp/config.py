@@ -6,6 +6,7 @@ import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from models.core.egress import parse_allow
 from models.core.errors import ConfigurationError
 from models.core.policy import Policy
 
@@ -63,6 +64,8 @@ def default_settings(instance_path: str) -> dict:
         "TICKWORK_HEARTBEAT_RETENTION_DAYS": os.environ.get("TICKWORK_HEARTBEAT_RETENTION_DAYS") or 7,
         # The public address links are made under (drip unsubscribe links, provider webhooks).
         "TICKWORK_BASE_URL": os.environ.get("TICKWORK_BASE_URL") or None,
+        # Exceptions to the egress policy (models/core/egress.py): CIDRs and host names, comma-separated.
+        "TICKWORK_EGRESS_ALLOW": os.environ.get("TICKWORK_EGRESS_ALLOW") or "",
     }
 
 
@@ -70,6 +73,7 @@ def finish_settings(config: dict, instance_path: str) -> None:
     if not config.get("SECRET_KEY"):
         config["SECRET_KEY"] = _secret_key(Path(instance_path))
     check_base_url(config.get("TICKWORK_BASE_URL"))
+    parse_allow(config.get("TICKWORK_EGRESS_ALLOW"))  # a bad entry stops the start, naming it
     for name in RETENTION_DAYS:
         config[name] = check_days(name, config.get(name))
     uri = config["SQLALCHEMY_DATABASE_URI"]

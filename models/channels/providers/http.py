@@ -1,4 +1,11 @@
-"""The HTTP half every HTTP provider shares: one pooled client, one request, its response class mapped to an outcome."""
+"""The HTTP half every HTTP provider shares: one pooled client, one request, its response class mapped to an outcome.
+
+Every client here is the egress policy's (:mod:`models.core.egress`): each connection is
+checked on the address it goes to, environment proxies are ignored, redirects are not
+followed. A refused destination is a permanent failure, "destination not allowed", and a
+redirect to one says so too; a far end's words are shown only through
+:func:`~models.core.egress.shown_text`.
+"""
 
 import json
 import os
@@ -7,6 +14,7 @@ from collections import OrderedDict
 
 import httpx
 
+from models.core.egress import NOT_ALLOWED, DestinationRefused, egress_client, shown_text, url_refusal
 from models.timing.backoff import parse_retry_after
 from models.channels.providers.base import SendContext, SendOutcome, SendResult
 
@@ -49,7 +57,7 @@ def channel_client(channel_id: int, connections: int) -> httpx.Client:
 
 
 def _new_client(connections: int) -> httpx.Client:
-    return httpx.Client(follow_redirects=False, limits=httpx.Limits(
+    return egress_client(follow_redirects=False, limits=httpx.Limits(
         max_connections=connections, max_keepalive_connections=connections, keepalive_expiry=30))
 
 
@@ -62,7 +70,13 @@ def post(context: SendContext, url: str, **request) -> httpx.Response | SendResu
     client = context.http
     try:
         return client.post(url, timeout=context.timeout, **request)
-    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+    except DestinationRefused as refused:
+        return SendResult(SendOutcome.PERMANENT, f"{refused}; nothing was sent")
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL):
+        # Not an http(s) URL, or one no connection can be made from: another attempt would meet the same URL.
+        return SendResult(SendOutcome.PERMANENT, f"{NOT_ALLOWED}: {url_refusal(url) or 'the URL is not valid'}; "
+                          "nothing was sent")
+    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         return SendResult(SendOutcome.NOT_SENT, f"could not reach {_host(url)}: {_reason(exc)}")
     except (httpx.ReadTimeout, httpx.WriteTimeout) as exc:
         return SendResult(SendOutcome.UNKNOWN, f"{_host(url)} did not answer within {context.timeout:g}s after the request was sent ({type(exc).__name__})")
@@ -84,7 +98,16 @@ def classify(response: httpx.Response, context: SendContext, *, what: str) -> Se
     if status in (401, 403):
         return SendResult(SendOutcome.PERMANENT, f"{what} refused the credentials ({status}); check the channel's secret{detail}")
     if 300 <= status < 400:
-        return SendResult(SendOutcome.PERMANENT, f"{what} redirected ({status}) to {response.headers.get('Location', '?')}; update the channel's URL")
+        location = response.headers.get("Location", "")
+        try:
+            refused = url_refusal(str(response.url.join(location))) if location else None
+        except httpx.InvalidURL:
+            refused = "the URL is not valid"
+        if refused is not None:
+            return SendResult(SendOutcome.PERMANENT, f"{what} redirected ({status}) to a {NOT_ALLOWED} ({refused}); "
+                              "the redirect was not followed")
+        return SendResult(SendOutcome.PERMANENT, f"{what} redirected ({status}) to {shown_text(location, 200) or '?'}; "
+                          "update the channel's URL")
     return SendResult(SendOutcome.PERMANENT, f"{what} refused the request ({status}){detail}")
 
 
@@ -105,7 +128,7 @@ def error_detail(response: httpx.Response) -> str:
             text = f"{text} (code {code})"
     if not text:
         text = response.text.strip()
-    text = " ".join(text.split())[:_MAX_DETAIL]
+    text = shown_text(text, _MAX_DETAIL)
     return f": {text}" if text else ""
 
 
