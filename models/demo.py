@@ -51,7 +51,7 @@ def load_demo(runtime) -> str:
             add_member(session, workspace.id, email=email, role=role, password=DEMO_PASSWORD, now=now)
         channels = [
             (save_channel(session, workspace.id, name=name, kind=kind, config=config, box=runtime.secret_box,
-                          now=now), action_type)
+                          now=now, actor=Actor(label="user:admin@demo.test")), action_type)
             for name, kind, action_type, config in DEMO_CHANNELS
         ]
         _demo_actions(session, workspace.id, channels, now)

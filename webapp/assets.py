@@ -2,8 +2,15 @@
 ``tickwork assets`` from the npm registry's tarballs without npm, and checked by hash wherever
 they are needed: before a wheel is built, before ``tickwork serve`` starts, on every page.
 
-This module needs only the standard library at import (httpx is imported when fetching), so
-the wheel build (``setup.py``) loads it by path before any dependency is installed.
+This module needs only the standard library at import (httpx and the egress policy are
+imported when fetching), so the wheel build (``setup.py``) loads it by path before any
+dependency is installed.
+
+Fetching goes through the egress policy (``models/core/egress.py``) like every other call
+out, with one exception of its own: the registry the operator named with ``--registry`` (a
+mirror on this machine or the network) is allowed for this fetch. The registry's redirects
+are followed (registries send tarballs to a CDN), each to a destination the policy checks,
+so a redirect to an internal address is refused rather than followed.
 """
 
 import base64
@@ -105,8 +112,6 @@ def fetch_assets(static_dir: Path | None = None, registry: str = DEFAULT_REGISTR
     Every file is fetched and checked before any is written, so a failure writes nothing;
     each is written under a temporary name and renamed into place.
     """
-    import httpx
-
     static_dir = Path(static_dir or STATIC_DIR)
     registry = check_registry(registry)
     wanted = pinned() if assets is None else assets
@@ -115,7 +120,7 @@ def fetch_assets(static_dir: Path | None = None, registry: str = DEFAULT_REGISTR
               for asset in wanted if asset not in todo]
     fetched = []
     own_client = client is None
-    client = client or httpx.Client(timeout=FETCH_TIMEOUT_SECONDS, follow_redirects=True)
+    client = client or _registry_client(registry)
     try:
         for asset in todo:
             fetched.append((asset, _fetch_one(client, asset, registry)))
@@ -136,6 +141,18 @@ def fetch_assets(static_dir: Path | None = None, registry: str = DEFAULT_REGISTR
             raise
         report.append(f"{asset.name} {asset.version}: fetched and checked ({target})")
     return report
+
+
+def _registry_client(registry: str):
+    """A client on the egress policy, with the registry the operator chose allowed for this fetch only."""
+    from models.core.egress import egress_client
+    from models.core.errors import ConfigurationError
+
+    chosen = [] if registry == DEFAULT_REGISTRY else [urlsplit(registry).hostname or ""]
+    try:
+        return egress_client(allow=chosen, timeout=FETCH_TIMEOUT_SECONDS, follow_redirects=True)
+    except ConfigurationError as exc:
+        raise AssetError(f"the registry {registry!r} cannot be allowed: {exc}") from None
 
 
 def _fetch_one(client, asset: Asset, registry: str) -> bytes:

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from flask import Flask
 from flask.cli import FlaskGroup, with_appcontext
+from sqlalchemy import select
 
 from jobs import cli as jobs_cli
 from models.accounts.members import add_member, find_user
@@ -152,7 +153,7 @@ def channel_add(workspace_name, name, kind, url, secret, config_json):
     with _refusals_as_one_line(), write_session() as session:
         workspace = find_workspace(session, workspace_name)
         save_channel(session, workspace.id, name=name, kind=kind, config=config, secret=secret, box=rt.secret_box,
-                     now=rt.now())
+                     now=rt.now(), actor=Actor(label="cli:channel add"))
     click.echo(f"channel {name} ({kind}) added to {workspace_name}")
 
 
@@ -241,9 +242,57 @@ def assets_command(registry, force):
         click.echo(line)
 
 
+def report_refused_destinations() -> list[str]:
+    """The channels and works whose destination the egress policy refuses, one line each (empty when none)."""
+    from models.accounts.tables import Workspace
+    from models.channels.operations import refused_channels
+    from models.core.database import read_session
+    from models.works.reading import refused_works
+
+    with read_session() as session:
+        names = dict(session.execute(select(Workspace.id, Workspace.name)).all())
+        lines = [f"  channel {channel.name} ({channel.kind}) in workspace {names.get(channel.workspace_id)}: "
+                 f"{field}: {why}" for channel, field, why in refused_channels(session)]
+        lines += [f"  work {work.name} (webhook pipeline) in workspace {names.get(work.workspace_id)}: "
+                  f"settings.url: {why}" for work, why in refused_works(session)]
+    if not lines:
+        return []
+    return ["The egress policy refuses these destinations; each send or run to them fails with "
+            "\"destination not allowed\" until it is allowed:", *lines,
+            "To keep one (an on-premises relay or receiver), add its address or host name to TICKWORK_EGRESS_ALLOW "
+            "(comma-separated CIDRs and host names, e.g. TICKWORK_EGRESS_ALLOW=127.0.0.1/32,relay.internal) "
+            "and restart; or change its destination."]
+
+
+def _db_group_reporting_destinations(app: Flask) -> click.Group:
+    """Flask-Migrate's ``db`` group, its ``upgrade`` followed by :func:`report_refused_destinations`.
+
+    A copy: the library's own group is left as it is.
+    """
+    original = app.cli.commands["db"]
+    upgrade = original.commands["upgrade"]
+
+    @with_appcontext
+    def upgraded(*args, **kwargs):
+        upgrade.callback(*args, **kwargs)
+        if kwargs.get("sql"):
+            return
+        for line in report_refused_destinations():
+            click.echo(line)
+
+    commands = dict(original.commands)
+    commands["upgrade"] = click.Command("upgrade", params=upgrade.params, callback=upgraded,
+                                        help=(upgrade.help or "") + " Then lists the channels and works whose "
+                                        "destination the egress policy refuses.")
+    return click.Group(name="db", commands=commands, params=original.params, callback=original.callback,
+                       help=original.help)
+
+
 def init_app(app: Flask) -> None:
     for command in (workspace_cli, user_cli, token_cli, channel_cli, demo_command, backup_command, restore_command):
         app.cli.add_command(command)
+    if "db" in app.cli.commands:
+        app.cli.add_command(_db_group_reporting_destinations(app))
     jobs_cli.init_app(app)
 
 

@@ -2,10 +2,17 @@
 
 Both shells call :func:`save_channel` (the dashboard's channel form and ``tickwork channel
 add``); every refusal is a typed error naming its field, and nothing is written.
+
+A channel's secret is bound to its destination: changing where it sends (its kind, ``url``,
+SMTP ``host`` or ``port``) while a secret is stored needs the secret typed again (or
+removed), else 422 on ``secret``, so a stored token never follows a URL to another host.
+Every such change, and every secret replaced or removed, is a ``channel_events`` row (who,
+when, from which destination to which), never holding the secret itself.
 """
 
 import re
 from datetime import datetime
+from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -13,11 +20,15 @@ from sqlalchemy.orm import Session
 
 from models.channels.limits import validate_limits
 from models.channels.providers import PROVIDERS
-from models.channels.tables import CHANNEL_NAME, Channel, ChannelKind
+from models.channels.tables import CHANNEL_NAME, Channel, ChannelEvent, ChannelKind
+from models.core.egress import check_url, host_refusal, url_refusal
 from models.core.errors import Conflict, InvalidInput, NotFound
+from models.core.moves import Actor
 from models.core.secrets_box import SecretBox
 
 MAX_SETTINGS = 20
+# The kinds whose destination is their ``url`` setting (the others' defaults are public services).
+URL_KINDS = (ChannelKind.WEBHOOK, ChannelKind.MASTODON, ChannelKind.POSTMARK, ChannelKind.TWILIO)
 _WEB_URL = re.compile(r"^https?://[^\s/]+")
 
 
@@ -35,15 +46,66 @@ def validate_channel(name, kind, config) -> None:
         raise InvalidInput("A channel's settings are key = value pairs.", field="settings")
     if len(config) > MAX_SETTINGS:
         raise InvalidInput(f"A channel has at most {MAX_SETTINGS} settings.", field="settings")
-    if kind is ChannelKind.WEBHOOK:
+    if kind in (ChannelKind.WEBHOOK, ChannelKind.MASTODON):
         url = config.get("url")
         if not isinstance(url, str) or not _WEB_URL.match(url):
-            raise InvalidInput("A webhook channel needs an http(s) url.", field="url")
+            what = "A webhook channel needs an http(s) url." if kind is ChannelKind.WEBHOOK else \
+                "A mastodon channel needs its instance's http(s) url."
+            raise InvalidInput(what, field="url")
+    if kind in URL_KINDS and "url" in config:
+        check_url(config["url"], field="url")  # the egress policy, at save time: the scheme, the address
     validate_limits(kind.value, config)
     # A provider that reads settings beyond these checks them itself (smtp: port, security, ca_file, tls_verify).
     check_settings = getattr(PROVIDERS.get(kind.value), "validate_config", None)
     if check_settings is not None:
         check_settings(config)
+
+
+# Where a kind sends when its settings name no url (the providers' defaults).
+DEFAULT_URLS = {ChannelKind.POSTMARK.value: "https://api.postmarkapp.com", ChannelKind.TWILIO.value: "https://api.twilio.com"}
+SOMEONE = Actor(label="system")
+
+
+def destination(kind: str, config: dict) -> str | None:
+    """Where a channel of ``kind`` with ``config`` connects to, as compared and recorded; None for ``log``."""
+    config = config or {}
+    if kind == ChannelKind.SMTP.value:
+        host = config.get("host")
+        return f"smtp://{host}:{config.get('port', 587)}" if host else "smtp://"
+    if kind == ChannelKind.LOG.value or kind not in {k.value for k in ChannelKind}:
+        return None
+    url = config.get("url") or DEFAULT_URLS.get(kind)
+    return str(url).strip() if url else None
+
+
+def shown_destination(where: str | None) -> str | None:
+    """A destination as an event records it: without any user-info (``user:password@``) in it."""
+    if not where:
+        return where
+    try:
+        parts = urlsplit(where)
+        if parts.username is None and parts.password is None:
+            return where
+        host = parts.hostname or ""
+        netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    except ValueError:
+        return "(not a URL)"
+
+
+def _check_secret_follows(channel: Channel, kind: str, config: dict, secret: str | None, clear_secret: bool) -> None:
+    """A stored secret never goes to a destination it was not typed in for."""
+    if not channel.secret_sealed or secret or clear_secret:
+        return
+    if (channel.kind, destination(channel.kind, channel.config)) != (kind, destination(kind, config)):
+        raise InvalidInput("Changing where the channel sends (its kind, url, host or port) needs its secret again: "
+                           "type the secret for the new destination, or remove the secret.", field="secret",
+                           code="secret_required")
+
+
+def _record(session: Session, channel: Channel, change: str, actor: Actor, now: datetime, **detail) -> None:
+    session.add(ChannelEvent(channel_id=channel.id, workspace_id=channel.workspace_id, at=now, actor=actor.label,
+                             actor_user_id=actor.user_id, change=change, detail=detail))
 
 
 def save_channel(
@@ -58,11 +120,14 @@ def save_channel(
     channel_id: int | None = None,
     secret: str | None = None,
     clear_secret: bool = False,
+    actor: Actor = SOMEONE,
 ) -> Channel:
     """Add a channel, or change channel ``channel_id``: its name, kind, settings and, if given, its secret.
 
     The secret is sealed with ``box`` and never returned; ``clear_secret`` removes it. A
-    name another channel of the workspace has is a 409 ``channel_exists``.
+    name another channel of the workspace has is a 409 ``channel_exists``. Changing the
+    destination of a channel that holds a secret needs ``secret`` (or ``clear_secret``):
+    422 ``secret_required`` on ``secret`` otherwise. ``actor`` is recorded on the events.
     """
     name = name.strip() if isinstance(name, str) else name
     validate_channel(name, kind, config)
@@ -71,13 +136,17 @@ def save_channel(
         taken = taken.where(Channel.id != channel_id)
     if session.scalar(taken) is not None:
         raise Conflict(f"A channel named {name!r} already exists.", field="name", code="channel_exists")
+    before = None
     if channel_id is None:
         channel = Channel(workspace_id=workspace_id, created_at=now)
         session.add(channel)
     else:
-        channel = session.scalar(select(Channel).where(Channel.id == channel_id, Channel.workspace_id == workspace_id))
+        channel = session.scalar(select(Channel).where(Channel.id == channel_id, Channel.workspace_id == workspace_id)
+                                 .with_for_update())
         if channel is None:
             raise NotFound("There is no such channel in this workspace.")
+        _check_secret_follows(channel, kind, config, secret, clear_secret)
+        before = (channel.kind, destination(channel.kind, channel.config), bool(channel.secret_sealed))
     channel.name, channel.kind, channel.config = name, kind, dict(config)
     if clear_secret:
         channel.set_secret(box, None)
@@ -88,4 +157,48 @@ def save_channel(
             session.flush()
     except IntegrityError:  # another request took the name between our look and this write
         raise Conflict(f"A channel named {name!r} already exists.", field="name", code="channel_exists") from None
+    _record_changes(session, channel, before, kind, config, secret, clear_secret, actor, now)
     return channel
+
+
+def _record_changes(session: Session, channel: Channel, before, kind: str, config: dict, secret: str | None,
+                    clear_secret: bool, actor: Actor, now: datetime) -> None:
+    """The events of one save: created, or the destination changed, or the secret replaced or removed."""
+    where = shown_destination(destination(kind, config))
+    secret_change = "removed" if clear_secret and (before is None or before[2]) else ("replaced" if secret else None)
+    if before is None:
+        _record(session, channel, "created", actor, now, kind=kind, destination=where,
+                secret="set" if secret and not clear_secret else "none")
+        return
+    old_kind, old_where, _ = before
+    if (old_kind, old_where) != (kind, destination(kind, config)):
+        _record(session, channel, "destination_changed", actor, now, from_kind=old_kind,
+                from_destination=shown_destination(old_where), to_kind=kind, to_destination=where,
+                secret=secret_change or "none")
+    elif secret_change == "replaced":
+        _record(session, channel, "secret_replaced", actor, now)
+    elif secret_change == "removed":
+        _record(session, channel, "secret_removed", actor, now)
+
+
+def refused_channels(session: Session) -> list[tuple[Channel, str, str]]:
+    """Every channel whose destination the egress policy refuses now: ``(channel, field, why)``.
+
+    ``tickwork db upgrade`` lists them, since a channel saved before the policy (a relay on
+    ``localhost:25``) fails with "destination not allowed" until its address is allowed.
+    """
+    found = []
+    kinds = [kind.value for kind in (*URL_KINDS, ChannelKind.SMTP)]
+    for channel in session.scalars(select(Channel).where(Channel.kind.in_(kinds)).order_by(Channel.workspace_id,
+                                                                                           Channel.name)):
+        config = channel.config or {}
+        if channel.kind == ChannelKind.SMTP.value:
+            why = host_refusal(config["host"]) if config.get("host") else None
+            field = "host"
+        else:
+            url = config.get("url") or DEFAULT_URLS.get(channel.kind)
+            why = url_refusal(url) if url else None
+            field = "url"
+        if why is not None:
+            found.append((channel, field, why))
+    return found

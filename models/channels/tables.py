@@ -52,6 +52,32 @@ class Channel(Base):
         return box.open(self.secret_sealed) if self.secret_sealed else None
 
 
+class ChannelEvent(Base):
+    """One change to a channel that matters for where its secret goes: created, its destination
+    changed (kind, url, host or port; from what to what), its secret replaced or removed.
+
+    Who and when, as every event table keeps them; ``detail`` holds destinations only, never
+    a secret (see :mod:`models.channels.operations`).
+    """
+
+    __tablename__ = "channel_events"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id", ondelete="RESTRICT"))
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="RESTRICT"))
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    actor: Mapped[str] = mapped_column(String(255))
+    actor_user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
+    change: Mapped[str] = mapped_column(String(32))
+    detail: Mapped[dict] = mapped_column(JSON, default=dict)
+
+    __table_args__ = (
+        CheckConstraint("change IN ('created', 'destination_changed', 'secret_replaced', 'secret_removed')",
+                        name="change"),
+        Index("ix_channel_events_channel_at", "channel_id", "at"),
+    )
+
+
 class ChannelThrottle(Base):
     """How fast a channel may send right now, shared by every consumer on every host.
 

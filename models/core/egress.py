@@ -34,8 +34,9 @@ The interface (stable: every floor above calls out only through these):
   :class:`~models.core.errors.InvalidInput` naming ``field`` (code ``destination_not_allowed``
   for a refused destination, ``invalid`` for what is not an http(s) URL).
 - ``check_host(host, *, field) -> None`` -- the same for a bare host name or address (SMTP).
-- ``url_refusal(url) -> str | None`` -- why ``url`` would be refused (the words of
-  :func:`check_url`), or None; for a redirect's ``Location`` seen at send time.
+- ``url_refusal(url) -> str | None`` and ``host_refusal(host) -> str | None`` -- why ``url``
+  (or a bare host) would be refused (the words of :func:`check_url`), or None; for a
+  redirect's ``Location`` seen at send time, and for listing saved destinations.
 - ``egress_client(*, allow=(), **httpx_kwargs) -> httpx.Client`` and
   ``async_egress_client(*, allow=(), **httpx_kwargs) -> httpx.AsyncClient`` -- clients on the
   checked transport, ``trust_env=False``. Transport settings (``verify``, ``cert``, ``limits``,
@@ -358,6 +359,7 @@ class _PolicySource:
 
     def __init__(self, allow: Iterable[str]):
         self.allow = tuple(allow)
+        parse_allow(",".join(self.allow))  # a bad extra entry is refused when the client is made
         self._base: EgressPolicy | None = None
         self._combined: EgressPolicy | None = None
 
@@ -410,6 +412,13 @@ def _host_refusal(host: str) -> str | None:
     except (OSError, UnicodeError):
         return None
     return None
+
+
+def host_refusal(host) -> str | None:
+    """Why the policy refuses a bare host (an SMTP relay's), or None; a name that does not resolve is not refused."""
+    if not isinstance(host, str) or not host.strip():
+        return "there is no host"
+    return _host_refusal(host)
 
 
 def url_refusal(url) -> str | None:
@@ -551,8 +560,10 @@ def _pool_args(verify, cert, limits: httpx.Limits, http1: bool, http2: bool, ret
                socket_options, local_address) -> dict:
     if not isinstance(verify, (bool, ssl.SSLContext)):
         raise TypeError("verify is True, False or an ssl.SSLContext")
+    # The trust store may come from SSL_CERT_FILE / SSL_CERT_DIR, as for any httpx client: that widens
+    # whom TLS trusts, never where a connection goes (proxies and .netrc stay ignored).
     context = verify if not isinstance(verify, bool) else httpx.create_ssl_context(verify=verify, cert=cert,
-                                                                                   trust_env=False)
+                                                                                   trust_env=True)
     return dict(ssl_context=context, max_connections=limits.max_connections,
                 max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
                 http1=http1, http2=http2, retries=retries, socket_options=socket_options, local_address=local_address)
@@ -636,5 +647,5 @@ def shown_text(text, limit: int = 300) -> str:
 
 __all__ = ["NOT_ALLOWED", "SETTING", "AsyncEgressTransport", "DestinationRefused", "EgressPolicy", "EgressTransport",
            "async_egress_client", "async_egress_transport", "check_host", "check_url", "configure", "connect_socket",
-           "current_policy", "egress_client", "egress_transport", "literal_address", "parse_allow", "shown_text",
+           "current_policy", "egress_client", "egress_transport", "host_refusal", "literal_address", "parse_allow", "shown_text",
            "url_refusal"]

@@ -7,6 +7,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from models.accounts.tables import Workspace
+from models.core.egress import url_refusal
 from models.core.errors import InvalidInput, NotFound
 from models.timing.cadence import Grid, next_slot, slots_between
 from models.timing.wall_time import InvalidTimezone
@@ -111,3 +112,15 @@ def usage_by_month(session: Session, workspace_id: int, *, months: int = 12) -> 
         per_month.setdefault(month, {})[kind] = count
     return [UsageMonth(month, sum(kinds.values()), kinds.get("scheduled", 0), kinds.get("manual", 0))
             for month, kinds in sorted(per_month.items(), reverse=True)[:months]]
+
+
+def refused_works(session: Session) -> list[tuple[Work, str]]:
+    """Every work whose webhook pipeline's ``settings.url`` the egress policy refuses now: ``(work, why)``."""
+    found = []
+    for work in session.scalars(select(Work).where(Work.pipeline == "webhook", Work.deleted_at.is_(None))
+                                .order_by(Work.workspace_id, Work.id)):
+        url = (work.settings or {}).get("url")
+        why = url_refusal(url) if url else None
+        if why is not None:
+            found.append((work, why))
+    return found

@@ -72,11 +72,11 @@ def test_save_channel_adds_edits_and_refuses_a_name_the_workspace_already_has(ap
             hook_id = hook.id
         with write_session() as session:
             save_channel(session, world.workspace_id, channel_id=hook_id, name="hook2", kind="webhook",
-                         config={"url": "https://example.test/other"}, **rt_args)
+                         config={"url": "https://example.test/hook", "rate": "5/s"}, **rt_args)
         with read_session() as session:
             saved = session.get(Channel, hook_id)
             assert (saved.name, saved.config["url"], saved.secret(rt_args["box"])) == (
-                "hook2", "https://example.test/other", "shh")  # no secret given: the old one is kept
+                "hook2", "https://example.test/hook", "shh")  # same destination, no secret given: the old one is kept
             assert channel_names(session, world.workspace_id) == {saved.id: "hook2", **{
                 c.id: c.name for c in session.scalars(select(Channel).where(Channel.name == "main"))}}
     for kwargs, error, field in (

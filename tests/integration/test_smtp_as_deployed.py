@@ -153,12 +153,12 @@ def test_an_address_that_never_accepts_the_connection_is_not_sent_within_the_tim
         port = listener.getsockname()[1]
         result, took = send_directly(port)
         assert result.outcome is SendOutcome.NOT_SENT and took < TIMEOUT + SLACK, (result, took)
-        assert f"did not answer within {TIMEOUT:g} s (connecting)" in result.message
+        assert f"could not reach the relay at 127.0.0.1:{port}" in result.message
         action_id = one_email(app, port)
         tick(app)
         after = row(app, action_id)
         assert after.status == "queued" and after.next_attempt_at is not None and after.attempt_count == 1
-        assert "did not answer" in after.last_error and "tried again" in after.last_error
+        assert "could not reach the relay" in after.last_error and "tried again" in after.last_error
     finally:
         for sock in (*fillers, listener):
             sock.close()
@@ -169,12 +169,12 @@ def test_a_server_that_never_says_hello_is_not_sent_within_the_timeout(app):
         port = listener.getsockname()[1]
         result, took = send_directly(port)
         assert result.outcome is SendOutcome.NOT_SENT and took < TIMEOUT + SLACK, (result, took)
-        assert "did not answer within" in result.message
+        assert "could not reach the relay" in result.message
         action_id = one_email(app, port)
         tick(app)
         after = row(app, action_id)
         assert after.status == "queued" and after.next_attempt_at is not None
-        assert "did not answer within" in after.last_error
+        assert "could not reach the relay" in after.last_error
 
 
 class TrickleServer(threading.Thread):
@@ -227,7 +227,7 @@ def test_a_server_that_trickles_its_answers_cannot_stretch_the_setup_past_the_ti
     finally:
         server.stop()
     assert result.outcome is SendOutcome.NOT_SENT and took < TIMEOUT + SLACK, (result, took)
-    assert "did not answer within" in result.message
+    assert "could not reach the relay" in result.message
     assert "MAIL" not in server.commands
 
 

@@ -68,7 +68,7 @@ def test_a_server_that_is_not_there_means_not_sent(app):
     action_id = one_email(app, free_port())
     tick(app)
     after = row(app, action_id)
-    assert after.status == "queued" and "could not hand the message" in after.last_error
+    assert after.status == "queued" and "could not reach the relay" in after.last_error
 
 
 def test_no_answer_after_the_message_was_sent_is_an_unknown_outcome(app, smtp_server):

@@ -104,6 +104,29 @@ def test_a_registry_that_is_down_or_lacks_the_release_is_one_clear_line(pinned_h
     assert not pinned_here.exists()
 
 
+def test_the_registry_chosen_is_reached_but_a_redirect_to_an_internal_address_is_refused(pinned_here, httpserver,
+                                                                                          egress_allow):
+    """Nothing internal is allowed but the registry named on the command line: its redirect to another
+    loopback address (just as reachable) is refused at the connection, and nothing is written."""
+    egress_allow("")
+    inside = HTTPServer(host="127.0.0.2", port=0)
+    inside.start()
+    try:
+        serve(inside, TARBALL)
+        httpserver.expect_request("/htmx.org/-/htmx.org-9.9.9.tgz").respond_with_data(
+            "", status=302, headers={"Location": inside.url_for("/htmx.org/-/htmx.org-9.9.9.tgz")})
+        refused(run("--registry", httpserver.url_for("/").rstrip("/")),
+                "destination not allowed: 127.0.0.2 is a loopback address")
+        assert inside.log == [] and not pinned_here.exists()
+        httpserver.clear()
+        serve(httpserver, TARBALL)
+        done = run("--registry", httpserver.url_for("/").rstrip("/"))
+        assert done.exit_code == 0, done.output
+    finally:
+        inside.clear()
+        inside.stop()
+
+
 @pytest.mark.parametrize("registry", ["http://registry.example.com", "ftp://127.0.0.1/", "registry.npmjs.org"])
 def test_a_registry_reached_in_the_clear_over_the_network_is_refused_before_any_request(pinned_here, registry):
     refused(run("--registry", registry), "is not an https:// URL")

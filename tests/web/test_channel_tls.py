@@ -20,9 +20,9 @@ def stored_config(app, name: str) -> dict | None:
 def test_tls_verify_false_is_stored_as_a_boolean_and_the_channel_page_warns(app, world, browser_for):
     admin = browser_for("admin")
     made = admin.post("/channels", {"name": "relay", "kind": "smtp",
-                                    "settings": "host = 10.0.0.5\nfrom = shop@example.com\ntls_verify = FALSE"})
+                                    "settings": "host = smtp.example.com\nfrom = shop@example.com\ntls_verify = FALSE"})
     assert made.status_code == 303, text(made)[:500]
-    assert stored_config(app, "relay") == {"host": "10.0.0.5", "from": "shop@example.com", "tls_verify": False}
+    assert stored_config(app, "relay") == {"host": "smtp.example.com", "from": "shop@example.com", "tls_verify": False}
     page = text(admin.get(made.headers["Location"]))
     assert "Warning: this channel does not" in page and "tls_verify = false" in page
     assert "TLS not verified" in page
@@ -34,7 +34,7 @@ def test_a_verified_relay_shows_no_warning(app, world, browser_for, tmp_path):
     admin = browser_for("admin")
     ca_file = make_test_ca(tmp_path).ca_file
     made = admin.post("/channels", {"name": "relay", "kind": "smtp",
-                                    "settings": f"host = 10.0.0.5\nfrom = shop@example.com\nca_file = {ca_file}"})
+                                    "settings": f"host = smtp.example.com\nfrom = shop@example.com\nca_file = {ca_file}"})
     assert made.status_code == 303, text(made)[:500]
     assert stored_config(app, "relay")["ca_file"] == str(ca_file)
     page = text(admin.get(made.headers["Location"]))
@@ -51,6 +51,6 @@ def test_unusable_tls_settings_are_refused_with_the_reason_and_nothing_is_saved(
         ("security = starttsl", "security is one of starttls, ssl, none"),
     ):
         answer = admin.post("/channels", {"name": "relay", "kind": "smtp",
-                                          "settings": f"host = 10.0.0.5\nfrom = shop@example.com\n{settings}"})
+                                          "settings": f"host = smtp.example.com\nfrom = shop@example.com\n{settings}"})
         assert answer.status_code == 422 and words in text(answer), (settings, text(answer)[:800])
         assert stored_config(app, "relay") is None

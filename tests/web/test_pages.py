@@ -273,8 +273,10 @@ def test_channel_secrets_are_write_only(app, world, browser_for):
     edit_url = made.headers["Location"]
     page = text(admin.get(edit_url))
     assert "s3cr3t-value" not in page and "a secret is set; leave blank to keep it" in page
-    kept = admin.post(edit_url, {"name": "hooks", "kind": "webhook", "settings": "url = https://example.com/h2"})
-    assert kept.status_code == 303
+    kept = admin.post(edit_url, {"name": "hooks", "kind": "webhook", "settings": "url = https://example.com/h\nrate = 5/s"})
+    assert kept.status_code == 303  # the same destination: the stored secret stays
+    moved = admin.post(edit_url, {"name": "hooks", "kind": "webhook", "settings": "url = https://example.com/h2"})
+    assert moved.status_code == 422 and "needs its secret again" in text(moved)  # a new one: type it again
     with app.app_context():
         from sqlalchemy import select
 
@@ -285,7 +287,7 @@ def test_channel_secrets_are_write_only(app, world, browser_for):
         with read_session() as session:
             channel = session.scalar(select(Channel).where(Channel.name == "hooks"))
             assert channel.secret(runtime().secret_box) == "s3cr3t-value"
-            assert channel.config == {"url": "https://example.com/h2"}
+            assert channel.config == {"url": "https://example.com/h", "rate": "5/s"}
     for page_url in ("/channels", edit_url):
         assert "s3cr3t-value" not in text(admin.get(page_url))
 

@@ -6,6 +6,7 @@ from sqlalchemy import select
 from models.accounts.tables import Role
 from models.channels.tables import Channel, ChannelKind
 from models.channels.operations import save_channel
+from models.channels.reading import channel_events
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput, NotFound
 from models.channels.providers import Delivery, SendContext, SendOutcome, send_alone, smtp
@@ -84,9 +85,10 @@ def _page(channel=None, *, error=None, status=200, result=None):
     )
     # Channels that send mail without checking the server's certificate: the page says so, loudly.
     unverified = {c.id for c in channels if c.kind == "smtp" and smtp.skips_tls_verification(c.config or {})}
+    history = channel_events(db.session, v.workspace.id, channel.id) if channel else []
     return render_page("channels/channels.html", v=v, channels=channels, editing=channel, values=values, error=error,
                        kinds=[k.value for k in ChannelKind], hints=SETTINGS_HINT, limits_hint=LIMITS_HINT,
-                       result=result, unverified=unverified), status
+                       result=result, unverified=unverified, history=history), status
 
 
 @bp.get("/channels")
@@ -113,7 +115,7 @@ def _save(channel: Channel | None):
                 session, v.workspace.id, channel_id=channel.id if channel else None,
                 name=request.form.get("name") or "", kind=(request.form.get("kind") or "").strip(), config=config,
                 secret=request.form.get("secret") or None, clear_secret=request.form.get("clear_secret") == "yes",
-                box=rt.secret_box, now=rt.now(),
+                box=rt.secret_box, now=rt.now(), actor=v.actor,
             )
             saved_id, saved_name = saved.id, saved.name
     except DomainError as error:

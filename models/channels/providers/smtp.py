@@ -20,6 +20,14 @@ fails for good: another attempt would meet the same settings. A login refused wi
 STARTTLS, login) has one deadline, the provider timeout, however slowly the server
 trickles its answers; a server that never answers is "not sent", so the row is retried.
 
+The connection goes through the egress policy (:func:`models.core.egress.connect_socket`):
+a relay whose address the policy refuses fails for good, "destination not allowed", and
+nothing is sent. Until the relay has greeted and answered EHLO, every failure (a closed
+port, a silent one, one speaking HTTP or SSH, a greeting that is not 220) says the same
+words, "could not reach the relay", and never repeats what the far end said: an SMTP
+channel is no port scanner or banner grabber. What an SMTP server says after that is shown
+through :func:`~models.core.egress.shown_text`.
+
 A dispatch sends the messages of one channel in a chunk over one or two connections
 (:func:`open_session`), each carrying its share: one login, then MAIL, RCPT and DATA per
 message, each message with its own outcome. A connection that breaks mid-chunk decides only the message on it at the time
@@ -43,6 +51,7 @@ from models.channels.providers.base import (
     payload_headers,
     payload_text,
 )
+from models.core.egress import DestinationRefused, check_host, connect_socket, shown_text
 from models.core.errors import InvalidInput
 
 kind = "smtp"
@@ -64,6 +73,8 @@ def skips_tls_verification(config: dict) -> bool:
 
 def validate_config(config: dict) -> None:
     """Refuse settings this provider could not use, with :class:`InvalidInput` saying which and why."""
+    if "host" in config:
+        check_host(config["host"], field="host")
     port = config.get("port")
     if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
         raise InvalidInput(f"port is a whole number from 1 to 65535, not {port!r}.", field="settings")
@@ -120,7 +131,7 @@ def tls_context(config: dict) -> ssl.SSLContext:
 
 
 def _refusal(code: int, text, what: str) -> SendResult:
-    words = text.decode(errors="replace") if isinstance(text, bytes) else str(text)
+    words = shown_text(text, 200)
     message = f"the SMTP server refused {what} ({code} {words})"
     if 400 <= code < 500:
         return SendResult(SendOutcome.RETRY_LATER, message)
@@ -291,8 +302,7 @@ class Session:
                 return _refusal(code, text, "the message")
         except _CONNECTION_ERRORS as exc:
             raise _Broken(phase, exc) from exc
-        reply = text.decode(errors="replace") if isinstance(text, bytes) else str(text)
-        return SendResult.success(message["Message-ID"].strip("<>"), f"accepted: {reply}"[:300])
+        return SendResult.success(message["Message-ID"].strip("<>"), f"accepted: {shown_text(text, 280)}")
 
     def close(self) -> None:
         """Say QUIT if the connection still listens; close it either way."""
@@ -305,22 +315,28 @@ class Session:
             server.close()
 
 
-_CONNECTION_ERRORS = (smtplib.SMTPException, socket.timeout, TimeoutError, ConnectionError, OSError)
+_CONNECTION_ERRORS = (smtplib.SMTPException, socket.timeout, TimeoutError, ConnectionError, OSError, DestinationRefused)
 _PHASE_WORDS = {"connect": "connecting", "starttls": "starting TLS", "login": "logging in",
                 "envelope": "announcing the message"}
 
 
 def _words(text) -> str:
-    return text.decode(errors="replace") if isinstance(text, bytes) else str(text)
+    return shown_text(text, 200)
 
 
 def _broken_outcome(broken: _Broken, host: str, port: int, timeout: float) -> SendResult:
     """What a connection that failed in ``broken.phase`` means for the message on it."""
     exc, phase = broken.cause, broken.phase
+    if isinstance(exc, DestinationRefused):
+        return SendResult(SendOutcome.PERMANENT, f"{exc}; nothing was sent")
     if isinstance(exc, ssl.SSLCertVerificationError):
         return SendResult(SendOutcome.PERMANENT, f"the SMTP server at {host}:{port} showed a certificate that cannot be "
                           f"trusted ({exc.verify_message or exc.reason}); set ca_file to the PEM file of the CA that "
                           "signed it (or, only on a network you trust, tls_verify = false)")
+    if phase == "connect":
+        # Closed, silent, HTTP, SSH or a refusing greeting: one answer, none of the far end's words.
+        return SendResult(SendOutcome.NOT_SENT, f"could not reach the relay at {host}:{port}; nothing was sent, "
+                          "so it will be tried again")
     if isinstance(exc, smtplib.SMTPAuthenticationError):
         if 400 <= exc.smtp_code < 500:
             return SendResult(SendOutcome.RETRY_LATER, f"the SMTP server refused the login for now ({exc.smtp_code}): "
@@ -334,11 +350,13 @@ def _broken_outcome(broken: _Broken, host: str, port: int, timeout: float) -> Se
             return SendResult(SendOutcome.UNKNOWN, f"the SMTP server answered {exc.smtp_code} during DATA; the message may have been accepted")
         return _refusal(exc.smtp_code, exc.smtp_error, "the connection" if phase == "connect" else phase)
     if phase == "data":
-        return SendResult(SendOutcome.UNKNOWN, f"the SMTP connection broke while the message was being sent: {exc or type(exc).__name__}")
+        return SendResult(SendOutcome.UNKNOWN, "the SMTP connection broke while the message was being sent: "
+                          f"{shown_text(str(exc), 200) or type(exc).__name__}")
     if _timed_out(exc):
         return SendResult(SendOutcome.NOT_SENT, f"the SMTP server at {host}:{port} did not answer within {timeout:g} s "
                           f"({_PHASE_WORDS.get(phase, phase)}); nothing was sent, so it will be tried again")
-    return SendResult(SendOutcome.NOT_SENT, f"could not hand the message to {host}:{port} ({phase}): {exc or type(exc).__name__}")
+    return SendResult(SendOutcome.NOT_SENT, f"could not hand the message to {host}:{port} ({phase}): "
+                      f"{shown_text(str(exc), 200) or type(exc).__name__}")
 
 
 def _timed_out(exc: BaseException) -> bool:
@@ -372,7 +390,7 @@ class _Connection(smtplib.SMTP):
         super().__init__(**options)
 
     def _get_socket(self, host, port, timeout):
-        sock = socket.create_connection((host, port), self.deadline.remaining(), self.source_address)
+        sock = connect_socket(host, port, self.deadline.remaining())  # the egress policy's check, then connect
         sock.settimeout(self.deadline.remaining())
         return sock
 
@@ -385,7 +403,7 @@ class _SslConnection(smtplib.SMTP_SSL):
         super().__init__(**options)
 
     def _get_socket(self, host, port, timeout):
-        sock = socket.create_connection((host, port), self.deadline.remaining(), self.source_address)
+        sock = connect_socket(host, port, self.deadline.remaining())  # the egress policy's check, then connect
         sock.settimeout(self.deadline.remaining())
         sock = self.context.wrap_socket(sock, server_hostname=self._host)
         sock.settimeout(self.deadline.remaining())

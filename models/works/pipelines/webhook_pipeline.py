@@ -9,7 +9,11 @@ the polite answer) and later POSTs the result, signed with the same secret, to
     {"status": "generated"}            or    {"status": "error", "error": "why"}
 
 No callback within the pipeline timeout is a failed run. Any other answer to the POST (a
-4xx or 5xx, a timeout, a refused connection) fails the run at once with the receiver's words.
+4xx or 5xx, a timeout, a refused connection) fails the run at once with the receiver's words
+(trimmed, without control characters). The POST goes through the egress policy
+(:mod:`models.core.egress`): a ``url`` it refuses is refused when the work is saved (422 on
+``settings.url``) and again at every run ("destination not allowed", as is a redirect to
+one; redirects are never followed).
 The pipeline needs ``TICKWORK_BASE_URL`` (the callback must be reachable): a work or schedule
 that would use it refuses to activate without it.
 """
@@ -21,6 +25,7 @@ import re
 
 import httpx
 
+from models.core.egress import NOT_ALLOWED, DestinationRefused, check_url, egress_client, shown_text, url_refusal
 from models.works.pipelines import Generation, PipelineResult
 
 PLUGIN_ID = "webhook"
@@ -44,6 +49,7 @@ def check_settings(settings: dict, base_url: str | None) -> dict:
     url = settings.get("url")
     if not isinstance(url, str) or not _WEB_URL.match(url.strip()) or len(url) > 2000:
         raise ValueError("settings.url: the webhook pipeline needs an http(s) url")
+    check_url(url.strip(), field="settings.url")  # InvalidInput (422, destination_not_allowed) when refused
     if not base_url:
         raise BaseUrlMissing("the webhook pipeline needs TICKWORK_BASE_URL (the public address its callback "
                              "is sent to); set it and try again")
@@ -73,12 +79,36 @@ def run(generation: Generation) -> PipelineResult:
     headers = {"Content-Type": "application/json", "Idempotency-Key": generation.token, "User-Agent": "Tickwork",
                SIGNATURE_HEADER: signature(generation.secret, body)}
     timeout = min(POST_TIMEOUT_SECONDS, generation.timeout.total_seconds())
+    url = generation.settings["url"]
     try:
-        response = httpx.post(generation.settings["url"], content=body, headers=headers, timeout=timeout)
+        with egress_client(timeout=timeout, follow_redirects=False) as client:
+            response = client.post(url, content=body, headers=headers)
+    except DestinationRefused as refused:
+        return PipelineResult.failed(f"{refused}; nothing was sent")
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL):
+        return PipelineResult.failed(f"{NOT_ALLOWED}: {url_refusal(url) or 'the URL is not valid'}; nothing was sent")
     except httpx.TimeoutException:
         return PipelineResult.failed(f"the webhook receiver did not answer within {timeout:g} s")
     except httpx.HTTPError as exc:
-        return PipelineResult.failed(f"the webhook receiver could not be reached: {type(exc).__name__}: {exc}")
-    if 200 <= response.status_code < 300:
+        return PipelineResult.failed(f"the webhook receiver could not be reached: {type(exc).__name__}: "
+                                     f"{shown_text(str(exc), 200)}")
+    status = response.status_code
+    if 200 <= status < 300:
         return PipelineResult.waiting()
-    return PipelineResult.failed(f"the webhook receiver answered {response.status_code}: {response.text[:300]}")
+    if 300 <= status < 400:
+        return PipelineResult.failed(_redirected(response))
+    return PipelineResult.failed(f"the webhook receiver answered {status}: {shown_text(response.text, 300)}")
+
+
+def _redirected(response: httpx.Response) -> str:
+    """A redirect is never followed: say where it pointed, or that it pointed somewhere not allowed."""
+    location = response.headers.get("Location", "")
+    try:
+        refused = url_refusal(str(response.url.join(location))) if location else None
+    except httpx.InvalidURL:
+        refused = "the URL is not valid"
+    if refused is not None:
+        return (f"the webhook receiver redirected ({response.status_code}) to a {NOT_ALLOWED} ({refused}); "
+                "the redirect was not followed")
+    return (f"the webhook receiver redirected ({response.status_code}) to {shown_text(location, 200) or '?'}; "
+            "redirects are not followed: update the work's url")
