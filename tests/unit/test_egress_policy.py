@@ -2,6 +2,7 @@
 opens, how a bad allow list is refused at start, and how a far end's words are shown."""
 
 import ipaddress
+import re
 
 import pytest
 
@@ -182,3 +183,23 @@ def test_a_far_ends_words_are_shown_without_control_characters_and_trimmed():
     assert "\x00" not in shown and len(shown) == 60 and shown.endswith("…")
     assert shown.startswith("Bad [2J token X-Injected: 1 ")
     assert egress.shown_text(b"caf\xc3\xa9 ok") == "café ok"
+
+
+OWN_CONNECTIONS = re.compile(r"\bhttpx\.(Client|AsyncClient|HTTPTransport|AsyncHTTPTransport|get|post|put|patch|"
+                             r"delete|request|stream)\(|\bsocket\.(create_connection|socket)\(|\bsmtplib\.SMTP(_SSL)?\(|"
+                             r"\burllib\.request\b|\bhttp\.client\b|\bimport requests\b|\bhttpcore\.\w*(Pool|Backend)\(")
+
+
+def test_no_module_opens_a_connection_around_the_egress_policy():
+    """Every outbound client and socket in the shells and the domain comes from models/core/egress.py."""
+    from tests.conftest import ROOT
+
+    found = []
+    for package in ("webapp", "jobs", "models"):
+        for source in (ROOT / package).rglob("*.py"):
+            if source == ROOT / "models" / "core" / "egress.py":
+                continue
+            for number, line in enumerate(source.read_text().splitlines(), start=1):
+                if OWN_CONNECTIONS.search(line):
+                    found.append(f"{source.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert found == []

@@ -8,6 +8,12 @@ connection is worth keeping across the messages of a dispatch chunk also offers
 ``open_session()``, an object with the same ``send`` and a ``close()`` (see ``smtp``). A
 provider with settings of its own to check offers ``validate_config(config)``, which raises
 :class:`~models.core.errors.InvalidInput`; saving a channel calls it (see ``smtp``).
+
+A provider that calls out never builds its own client or socket: it sends with
+``context.http`` (an egress client from :mod:`.http`) or connects with
+:func:`models.core.egress.connect_socket`, so the egress policy checks every connection, and
+checks its destination setting at save time with :func:`models.core.egress.check_url` (or
+``check_host``). A refused destination is ``permanent``, "destination not allowed".
 """
 
 from dataclasses import replace

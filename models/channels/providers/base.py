@@ -63,7 +63,7 @@ class SendContext:
 
     now: datetime
     timeout: float
-    http: Any = None  # an httpx.Client shared by the process, for providers that call out
+    http: Any = None  # an egress httpx.Client (models.core.egress) shared by the process, for providers that call out
     session: Any = None  # the dispatch's write transaction, for a local provider
 
 
