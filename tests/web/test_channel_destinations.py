@@ -156,3 +156,15 @@ def test_an_smtp_relay_moved_to_another_host_or_port_needs_its_password_again(ap
     assert channel.secret_sealed is None
     assert [(e.change, e.detail.get("secret")) for e in events_of(app, channel.id)] == [
         ("created", "set"), ("destination_changed", "removed")]
+
+
+def test_the_works_form_refuses_an_internal_webhook_url(app, world, browser_for, egress_allow):
+    egress_allow("")
+    ops = browser_for("ops")
+    answer = ops.post("/works", {"name": "Site", "pipeline": "webhook", "url": "http://0x7f000001:8080/generate"})
+    assert answer.status_code == 422
+    assert "settings.url: destination not allowed" in text(answer)
+    from models.works.tables import Work
+
+    with app.app_context(), read_session() as session:
+        assert session.scalar(select(Work.id)) is None
