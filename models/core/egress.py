@@ -204,7 +204,7 @@ def literal_address(host: str) -> IPAddress | None:
     ``0177.0.0.1``, ``2130706433``, ``::ffff:127.0.0.1``), or None when it is a name."""
     host = _normal_host(host)
     try:
-        return ipaddress.ip_address(host.split("%", 1)[0] if ":" in host else host)
+        return ipaddress.ip_address(host)  # an IPv6 scope (fe80::1%eth0) is kept for the connection
     except ValueError:
         pass
     if _NUMERIC_V4.match(host):

@@ -114,6 +114,7 @@ def test_the_installed_command_reports_errors_without_a_traceback(database_url):
     ("TICKWORK_POLICY_JSON", '{"nope": 1}', "unknown policy setting 'nope'"),
     ("TICKWORK_QUEUE_URL", "ftp://queue", "TICKWORK_QUEUE_URL 'ftp://queue': expected"),
     ("TICKWORK_DATABASE_URL", "mysql://db/x", "TICKWORK_DATABASE_URL mysql://...: expected"),
+    ("TICKWORK_EGRESS_ALLOW", "10.0.0.0/8,relay internal", "TICKWORK_EGRESS_ALLOW: 'relay internal' is neither"),
 ])
 @pytest.mark.only_backend("sqlite")  # read before any database is opened
 def test_a_setting_tickwork_cannot_start_with_is_one_clear_line_and_exit_2(database_url, setting, value, fragment):
