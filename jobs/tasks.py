@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from jobs.queue import huey, task_app
-from models.clock.dispatch import DispatchContext, DispatchOutcome, chunks, dispatch_actions
+from models.clock.dispatch import DispatchContext, DispatchOutcome, SendSlots, chunks, dispatch_actions
 from models.clock.tick import InlineDispatcher
 from models.core.database import db
 from models.core.runtime import runtime
@@ -19,16 +19,18 @@ log = logging.getLogger("tickwork.jobs")
 # more rows, so the stop waits only for the sends already in flight.
 draining = threading.Event()
 
-_pools: dict[int, ThreadPoolExecutor] = {}
+_pools: dict[int, tuple[ThreadPoolExecutor, SendSlots]] = {}
 _pools_lock = threading.Lock()
 
 
-def sending_pool(size: int) -> ThreadPoolExecutor:
-    """This process's sending threads (``policy.sends_in_flight``), shared by every dispatch task it runs."""
+def sending_pool(size: int) -> tuple[ThreadPoolExecutor, SendSlots]:
+    """This process's sending threads (``policy.sends_in_flight``) and their slots, shared by every dispatch
+    task it runs: a dispatch claims rows only for slots it holds, so each claimed row's request starts at once."""
     with _pools_lock:
         pool = _pools.get(os.getpid())
         if pool is None:
-            pool = _pools[os.getpid()] = ThreadPoolExecutor(max_workers=size, thread_name_prefix="tickwork-send")
+            pool = _pools[os.getpid()] = (ThreadPoolExecutor(max_workers=size, thread_name_prefix="tickwork-send"),
+                                          SendSlots(size))
         return pool
 
 
@@ -37,8 +39,8 @@ def dispatch_context() -> DispatchContext:
     rt = runtime()
     if huey.immediate:
         return DispatchContext.of(rt)
-    return DispatchContext.of(rt, engine=db.engine, pool=sending_pool(rt.policy.sends_in_flight),
-                              draining=draining.is_set)
+    pool, slots = sending_pool(rt.policy.sends_in_flight)
+    return DispatchContext.of(rt, engine=db.engine, pool=pool, slots=slots, draining=draining.is_set)
 
 
 @huey.task(name="dispatch")

@@ -50,13 +50,15 @@ import enum
 import uuid
 from datetime import datetime
 
-from sqlalchemy import bindparam, delete, insert, select, true, update
+from sqlalchemy import (ARRAY, BigInteger, Integer, String, bindparam, case, cast, delete, func, insert, literal, null, select,
+                        true, update)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from models.actions.guard import classify_integrity_error
 from models.actions.tables import ActionEvent, ActionHold, CancelKind, FailureCode, ScheduledAction, Status, due_by
 from models.core.events import event_values
+from models.core.ids import ids_in
 from models.core.moves import Actor, Moved, Outcome, Refusal, Refused
 from models.core.policy import DEFAULT_POLICY
 from models.core.types import UTCDateTime
@@ -132,6 +134,49 @@ PUBLISH_AFTER_WORKER_LOST = _statement(Move.PUBLISH, Status.FAILED, _TOKEN,
 
 # For a chunk this transaction claimed itself: an executemany, so no RETURNING.
 PUBLISH_EACH = _statement(Move.PUBLISH, Status.SUBMITTED, _TOKEN, **_PUBLISHED)
+
+# A batch claim gives each row a token of its own: a fresh random base for the batch, then the
+# row's id (36 characters at most), so every row's later moves are guarded by its own token.
+_IDS = ids_in(_c.id, "action_ids")
+_ROW_TOKEN = bindparam("token_base", type_=String()) + cast(_c.id, String)
+TOKEN_BASE_LENGTH = 16
+CLAIM_BATCH = _statement(Move.CLAIM, Status.QUEUED, due_by(NOW), _ATTEMPTS_LEFT, which=_IDS,
+                         attempt_count=_c.attempt_count + 1, claim_token=_ROW_TOKEN, submitted_at=NOW)
+# What a send needs of a claimed row; the rest of it was in the look.
+CLAIMED_COLUMNS = (_c.id, _c.workspace_id, _c.channel_id, _c.action_type, _c.thing_id, _c.target_key, _c.payload,
+                   _c.publish_at, _c.attempt_count, _c.claim_token, _c.origin, _c.status)
+CLAIM_BATCH = CLAIM_BATCH.returning(*CLAIMED_COLUMNS)
+# The rows a batch published, for their events: published now under the token each was handed.
+_PUBLISHED_NOW = (_IDS, _c.status == Status.PUBLISHED.value, _c.updated_at == NOW)
+PUBLISHED_IDS = select(_c.id, _c.claim_token).where(*_PUBLISHED_NOW)
+
+
+def _events_of(source: Status, target: Status, reason, *where):
+    """``INSERT INTO action_events ... SELECT`` one event per row matching ``where``: a batch's events in one
+    statement whose parameters do not grow with the batch (its ids aside)."""
+    events = ActionEvent.__table__
+    return insert(events).from_select(
+        ["action_id", "from_status", "to_status", "at", "actor", "actor_user_id", "clock_run_id", "reason"],
+        select(_c.id, literal(source.value, String()), literal(target.value, String()), NOW,
+               bindparam("actor_label", type_=String()), cast(bindparam("actor_user_id"), Integer),
+               cast(bindparam("clock_run_id"), Integer), reason).where(*where))
+
+
+CLAIM_BATCH_EVENTS = _events_of(Status.QUEUED, Status.SUBMITTED, cast(null(), String), _IDS, _c.claim_token == _ROW_TOKEN,
+                                _c.status == Status.SUBMITTED.value)
+PUBLISH_BATCH_EVENTS = _events_of(
+    Status.SUBMITTED, Status.PUBLISHED,
+    case((_c.provider_id.is_(None), literal("provider accepted", String())),
+         else_=literal("provider accepted as ", String()) + _c.provider_id),
+    ids_in(_c.id, "published_ids"))
+# On PostgreSQL a batch's publishes are one UPDATE over the arrays of ids, tokens and provider ids,
+# rather than an executemany of one UPDATE per row.
+_GIVEN = func.unnest(bindparam("ids", type_=ARRAY(BigInteger)), bindparam("tokens", type_=ARRAY(String)),
+                     bindparam("provider_ids", type_=ARRAY(String))).table_valued(
+    "id", "token", "provider_id").render_derived(name="given")
+PUBLISH_ARRAYS = _statement(Move.PUBLISH, Status.SUBMITTED, _c.claim_token == _GIVEN.c.token,
+                            which=_c.id == _GIVEN.c.id, provider_id=_GIVEN.c.provider_id, finished_at=NOW,
+                            last_error=None, failure_code=None).returning(_c.id)
 
 FAIL_BY_WORKER = _statement(Move.FAIL, Status.SUBMITTED, _TOKEN, **_FAILED).returning(*_c)
 
@@ -286,6 +331,68 @@ def claim_many(session: Session, action_ids: list[int], *, now: datetime, actor:
         if loaded is not None:
             session.expire(loaded)
     return rows
+
+
+def _actor_params(actor: Actor) -> dict:
+    return {"actor_label": actor.label, "actor_user_id": actor.user_id, "clock_run_id": actor.clock_run_id}
+
+
+def claim_batch(session: Session, action_ids: list[int], *, now: datetime, actor: Actor,
+                max_attempts: int = DEFAULT_BUDGET) -> list:
+    """queued → submitted for every due row of ``action_ids`` in one statement, each row under a token of its own.
+
+    The same guards as :func:`claim`; the rows it returns (with :data:`CLAIMED_COLUMNS`) are the
+    ones that flipped, and their events are written by one ``INSERT ... SELECT``. A row left
+    out changed nothing: :func:`claim` it alone to learn why. If the publish guard refuses any
+    row, the whole statement is undone and :class:`~models.actions.guard.PublishGuardViolation`
+    is raised. The rows are read-only rows, not ORM objects.
+    """
+    if not action_ids:
+        return []
+    params = {"action_ids": list(action_ids), "now": now, "max_attempts": max_attempts,
+              "token_base": uuid.uuid4().hex[:TOKEN_BASE_LENGTH] + "."}
+    rows = _guarded_execute(session, CLAIM_BATCH, params, many=True)
+    if rows:
+        session.execute(CLAIM_BATCH_EVENTS, {**params, **_actor_params(actor)})
+    for row in rows:
+        loaded = session.identity_map.get(session.identity_key(ScheduledAction, row.id))
+        if loaded is not None:
+            session.expire(loaded)
+    return rows
+
+
+def publish_batch(session: Session, published: list[tuple[int, str, str | None]], *, now: datetime,
+                  actor: Actor) -> dict[int, Outcome | None]:
+    """submitted → published for each ``(action_id, claim_token, provider_id)``: one executemany, one event statement.
+
+    For rows a worker claimed and sent, whose outcomes are committed together. A row that did
+    not move (recovery declared its worker lost meanwhile) goes through :func:`publish`
+    alone, where a late success still lands while its token matches. Returns, per id, None for
+    a row published by the batch, else the outcome :func:`publish` gave it.
+    """
+    if not published:
+        return {}
+    ids = [action_id for action_id, _, _ in published]
+    if session.connection().dialect.name == "postgresql":
+        moved = set(session.scalars(PUBLISH_ARRAYS, {
+            "ids": ids, "tokens": [token for _, token, _ in published],
+            "provider_ids": [provider_id for _, _, provider_id in published], "now": now}))
+    elif session.execute(PUBLISH_EACH, [
+            {"action_id": action_id, "held_token": token, "given_provider_id": provider_id, "now": now}
+            for action_id, token, provider_id in published]).rowcount == len(published):
+        moved = set(ids)
+    else:
+        tokens = {action_id: token for action_id, token, _ in published}
+        moved = {ident for ident, token in session.execute(PUBLISHED_IDS, {"action_ids": ids, "now": now})
+                 if tokens[ident] == token}
+    if moved:
+        session.execute(PUBLISH_BATCH_EVENTS, {"published_ids": sorted(moved), "now": now, **_actor_params(actor)})
+    outcomes: dict[int, Outcome | None] = {action_id: None for action_id in moved}
+    for action_id, token, provider_id in published:
+        if action_id not in moved:
+            outcomes[action_id] = publish(session, action_id, claim_token=token, provider_id=provider_id, now=now,
+                                          actor=actor)
+    return outcomes
 
 
 def _accepted(provider_id: str | None) -> str:
