@@ -9,6 +9,7 @@ from datetime import datetime
 
 from jobs.queue import huey, task_app
 from models.clock.dispatch import DispatchContext, DispatchOutcome, SendSlots, chunks, dispatch_actions
+from models.clock.runs import mark_hand_over_taken
 from models.clock.tick import InlineDispatcher
 from models.core.database import db
 from models.core.runtime import runtime
@@ -61,6 +62,18 @@ def dispatch(action_ids: list[int] | int, clock_run_id: int | None = None):
         return dict(Counter(result.label for result in results))
 
 
+class TickNotFinished(Exception):
+    """The tick whose marker this is has not written its summary yet; Huey tries again in a second."""
+
+
+@huey.task(name="hand-over-taken", retries=300, retry_delay=1)
+def hand_over_taken(clock_run_id: int):
+    """The marker a tick queues behind its dispatch tasks: taken, it says they all were (models.clock.tick)."""
+    with task_app().app_context():
+        if not mark_hand_over_taken(clock_run_id):
+            raise TickNotFinished(f"tick run {clock_run_id} has not finished yet")
+
+
 def hand_off_due_soon(due: list[tuple[int, datetime]], clock_run_id: int | None = None) -> None:
     """Queue rows due before the next tick with ``eta`` = their due time (the next tick covers the rest)."""
     if huey.immediate:
@@ -79,6 +92,11 @@ class QueueDispatcher:
         size = runtime().policy.dispatch_chunk
         huey.enqueue_many([dispatch.s(chunk, clock_run_id) for chunk in chunks(action_ids, size)])
         return Counter({"queued": len(action_ids)})
+
+    def mark_handed(self, clock_run_id: int) -> None:
+        """Queue the marker behind this tick's hand-over (see models.clock.tick); immediate mode ran them all already."""
+        if not huey.immediate:
+            huey.enqueue_many([hand_over_taken.s(clock_run_id)])
 
     def dispatch_at(self, due: list[tuple[int, datetime]], clock_run_id: int | None) -> None:
         """Rows sharing a due time share a task (in chunks); each task's eta is that time."""
