@@ -5,7 +5,7 @@ import os
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from jobs.queue import huey, task_app
 from models.clock.dispatch import DispatchContext, DispatchOutcome, SendSlots, chunks, dispatch_actions
@@ -99,13 +99,25 @@ class QueueDispatcher:
             huey.enqueue_many([hand_over_taken.s(clock_run_id)])
 
     def dispatch_at(self, due: list[tuple[int, datetime]], clock_run_id: int | None) -> None:
-        """Rows sharing a due time share a task (in chunks); each task's eta is that time."""
+        """Rows due within the same ETA_GRAIN share a task (in chunks), its eta the end of that span: rows due a
+        few milliseconds apart are claimed and sent together, none before its time, none more than the grain late."""
         size = runtime().policy.dispatch_chunk
         by_time: dict[datetime, list[int]] = {}
         for action_id, due_at in due:
-            by_time.setdefault(due_at, []).append(action_id)
+            by_time.setdefault(_grain_end(due_at), []).append(action_id)
         huey.enqueue_many([dispatch.s(chunk, clock_run_id, eta=due_at)
                            for due_at, ids in by_time.items() for chunk in chunks(ids, size)])
+
+
+# Rows handed over ahead share a task when due within the same span of this many microseconds.
+ETA_GRAIN_US = 250_000
+
+
+def _grain_end(at: datetime) -> datetime:
+    """``at`` rounded up to the end of its ETA_GRAIN_US span (itself when it is on a boundary)."""
+    micros = at.second * 1_000_000 + at.microsecond
+    rest = micros % ETA_GRAIN_US
+    return at if rest == 0 else at + timedelta(microseconds=ETA_GRAIN_US - rest)
 
 
 def current_dispatcher(inline: bool | None = None):

@@ -105,6 +105,18 @@ def test_while_an_earlier_hand_over_waits_in_the_queue_a_tick_goes_on_after_it_a
     assert [task.args[0] for task in queued_tasks() if task.name == "dispatch"] == [[left]]
 
 
+def test_rows_due_within_a_quarter_second_share_a_task_whose_eta_ends_it(app, queue, clock):
+    workspace_id = make_channel(app)
+    close = add_actions(app, workspace_id, 3, due_in=timedelta(seconds=30, milliseconds=10),
+                        spacing=timedelta(milliseconds=60), thing_prefix="close")
+    (apart,) = add_actions(app, workspace_id, 1, due_in=timedelta(seconds=30, milliseconds=300), thing_prefix="apart")
+    assert tick(app)["scheduled_ahead"] == 4
+    at = (clock.now() + timedelta(seconds=30)).replace(tzinfo=None)
+    assert sorted((task.eta, task.args[0]) for task in queued_tasks()) == [
+        (at + timedelta(milliseconds=250), close[:2]), (at + timedelta(milliseconds=250), close[2:]),  # chunks of 2
+        (at + timedelta(milliseconds=500), [apart])]
+
+
 def test_rows_due_at_the_same_instant_share_a_task_with_that_eta(app, queue, clock):
     workspace_id = make_channel(app)
     together = add_actions(app, workspace_id, 3, due_in=timedelta(seconds=30), spacing=timedelta(0))
@@ -173,7 +185,9 @@ def test_a_quick_retry_goes_back_on_the_queue_with_its_eta(app, queue, clock, ht
     assert run_queue(app, clock) == [{"reverted:retry_later": 1}]
     retry_at = row(app, action_id).next_attempt_at
     assert huey.scheduled_count() == 1
-    clock.set(retry_at)
+    from jobs.tasks import ETA_GRAIN_US
+
+    clock.set(retry_at + timedelta(microseconds=ETA_GRAIN_US))  # its eta: the end of its quarter second
     assert run_queue(app, clock) == [{"published": 1}]
 
 
