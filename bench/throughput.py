@@ -19,6 +19,7 @@ from common import ROOT, machine, make_app, record, recorded, tickwork, when_mea
 import argparse
 import json
 import os
+import statistics
 import signal
 import socket
 import subprocess
@@ -182,6 +183,51 @@ def bench_sends(kind: str, db: str, pg_admin: str | None, rows: int, workdir: Pa
             "received": received}
 
 
+def bench_cpu(db: str, pg_admin: str | None, rows: int, workdir: Path, latency: float, base: Path,
+              rounds: int) -> dict:
+    """Consumer CPU seconds per 1,000 webhook sends, this checkout against ``base`` (main's code), in one run.
+
+    Each round runs the same `bench_sends` through `tickwork serve` on both checkouts, one after the
+    other (``base`` with its own copy of this script), and the raw claim loop on a fresh database
+    of the same kind beside them; the figures are the medians over the rounds.
+    """
+    ours, theirs, raw = [], [], []
+    for _ in range(rounds):
+        done = subprocess.run([sys.executable, str(base / "bench" / "throughput.py"), "webhook", "--rows", str(rows),
+                               "--latency", str(latency)] + (["--pg", pg_admin] if db == "postgresql" else []),
+                              cwd=base, capture_output=True, text=True)
+        measured = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        if not measured:
+            raise SystemExit(f"the base checkout's bench failed: {done.stderr[-2000:]}")
+        theirs.append(next(m for m in measured if m["db"] == db))
+        ours.append(bench_sends("webhook", db, pg_admin, rows, workdir, latency))
+        raw.append(_raw_loop(db, pg_admin, rows, workdir))
+    per_1000 = lambda runs: statistics.median(r["consumer_cpu_seconds"] / r["rows"] * 1000 for r in runs)  # noqa: E731
+    return {"bench": "cpu", "provider": "webhook", "db": db, "rows": rows, "rounds": rounds,
+            "base": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=base, capture_output=True,
+                                   text=True).stdout.strip(),
+            "cpu_per_1000": round(per_1000(ours), 2), "base_cpu_per_1000": round(per_1000(theirs), 2),
+            "ratio": round(per_1000(ours) / per_1000(theirs), 3),
+            "rate": round(statistics.median(r["rate"] for r in ours)),
+            "base_rate": round(statistics.median(r["rate"] for r in theirs)),
+            "raw_rate": round(statistics.median(raw)),
+            "runs": [{"ours": o["consumer_cpu_seconds"], "base": t["consumer_cpu_seconds"], "raw": round(r)}
+                     for o, t, r in zip(ours, theirs, raw)]}
+
+
+def _raw_loop(db: str, pg_admin: str | None, rows: int, workdir: Path) -> float:
+    """The raw claim loop's rows/s (bench/clock.py's) over ``rows`` fresh rows of a new database."""
+    url = bench_clock.fresh_database(db, pg_admin, workdir)
+    try:
+        app = make_app(url, frozen_at=None)
+        ws, channel = bench_clock.workspace_with_log_channel(app)
+        now = datetime.now(timezone.utc)
+        rates = bench_clock._raw_rate(app, url, ws, channel, rows, db, now)
+        return max(rates["one"], rates["four"])
+    finally:
+        bench_clock.drop_database(url, pg_admin)
+
+
 def _email_payloads(app) -> None:
     """The bench rows' payloads as emails."""
     from sqlalchemy import update
@@ -317,7 +363,9 @@ database."""
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("which", choices=["webhook", "smtp", "drain", "all", "write"])
+    parser.add_argument("which", choices=["webhook", "smtp", "drain", "all", "write", "cpu"])
+    parser.add_argument("--base", default=None, help="cpu: a checkout of the code to compare with (e.g. main's)")
+    parser.add_argument("--rounds", type=int, default=2, help="cpu: rounds, each measuring both checkouts")
     parser.add_argument("--pg", default=None, help="PostgreSQL admin URL (also runs the PostgreSQL variants)")
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--latency", type=float, default=0.02, help="the webhook receiver's answer time, seconds")
@@ -328,6 +376,14 @@ def main() -> None:
     keep = not args.quick
     if args.quick:
         args.rows = QUICK_ROWS
+    if args.which == "cpu":
+        with tempfile.TemporaryDirectory() as tmp:
+            for db in kinds:
+                remember(bench_cpu(db, args.pg, args.rows, Path(tmp), args.latency, Path(args.base), args.rounds),
+                         keep=keep)
+        if not args.quick:
+            write_section("Throughput", render())
+        return
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for db in kinds:

@@ -50,8 +50,10 @@ import enum
 import uuid
 from datetime import datetime
 
-from sqlalchemy import (ARRAY, BigInteger, Integer, String, bindparam, case, cast, delete, func, insert, literal, null, select,
-                        true, update)
+import json
+
+from sqlalchemy import (JSON, BigInteger, Integer, String, Text, bindparam, case, cast, column, delete, func, insert, literal,
+                        null, select, true, update)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -146,9 +148,6 @@ CLAIM_BATCH = _statement(Move.CLAIM, Status.QUEUED, due_by(NOW), _ATTEMPTS_LEFT,
 CLAIMED_COLUMNS = (_c.id, _c.workspace_id, _c.channel_id, _c.action_type, _c.thing_id, _c.target_key, _c.payload,
                    _c.publish_at, _c.attempt_count, _c.claim_token, _c.origin, _c.status)
 CLAIM_BATCH = CLAIM_BATCH.returning(*CLAIMED_COLUMNS)
-# The rows a batch published, for their events: published now under the token each was handed.
-_PUBLISHED_NOW = (_IDS, _c.status == Status.PUBLISHED.value, _c.updated_at == NOW)
-PUBLISHED_IDS = select(_c.id, _c.claim_token).where(*_PUBLISHED_NOW)
 
 
 def _events_of(source: Status, target: Status, reason, *where):
@@ -169,14 +168,21 @@ PUBLISH_BATCH_EVENTS = _events_of(
     case((_c.provider_id.is_(None), literal("provider accepted", String())),
          else_=literal("provider accepted as ", String()) + _c.provider_id),
     ids_in(_c.id, "published_ids"))
-# On PostgreSQL a batch's publishes are one UPDATE over the arrays of ids, tokens and provider ids,
-# rather than an executemany of one UPDATE per row.
-_GIVEN = func.unnest(bindparam("ids", type_=ARRAY(BigInteger)), bindparam("tokens", type_=ARRAY(String)),
-                     bindparam("provider_ids", type_=ARRAY(String))).table_valued(
-    "id", "token", "provider_id").render_derived(name="given")
-PUBLISH_ARRAYS = _statement(Move.PUBLISH, Status.SUBMITTED, _c.claim_token == _GIVEN.c.token,
-                            which=_c.id == _GIVEN.c.id, provider_id=_GIVEN.c.provider_id, finished_at=NOW,
-                            last_error=None, failure_code=None).returning(_c.id)
+# On PostgreSQL a batch's publishes are one UPDATE over the rows given as one JSON document
+# (id, token, provider id), rather than an executemany of one UPDATE per row.
+_GIVEN = func.json_to_recordset(cast(bindparam("given", type_=Text()), JSON)).table_valued(
+    column("id", BigInteger), column("token", Text), column("provider_id", Text)).render_derived(
+    name="given", with_types=True)
+PUBLISH_GIVEN = _statement(Move.PUBLISH, Status.SUBMITTED, _c.claim_token == _GIVEN.c.token,
+                           which=_c.id == _GIVEN.c.id, provider_id=_GIVEN.c.provider_id, finished_at=NOW,
+                           last_error=None, failure_code=None).returning(_c.id)
+# The same on SQLite, the JSON document read by json_each.
+_EACH = func.json_each(bindparam("given", type_=Text())).table_valued("value", name="each")
+_GIVEN_SQLITE = select(*(func.json_extract(_EACH.c.value, f"$.{name}").label(name)
+                         for name in ("id", "token", "provider_id"))).subquery("given")
+PUBLISH_GIVEN_SQLITE = _statement(Move.PUBLISH, Status.SUBMITTED, _c.claim_token == _GIVEN_SQLITE.c.token,
+                                  which=_c.id == _GIVEN_SQLITE.c.id, provider_id=_GIVEN_SQLITE.c.provider_id,
+                                  finished_at=NOW, last_error=None, failure_code=None).returning(_c.id)
 
 FAIL_BY_WORKER = _statement(Move.FAIL, Status.SUBMITTED, _TOKEN, **_FAILED).returning(*_c)
 
@@ -363,7 +369,7 @@ def claim_batch(session: Session, action_ids: list[int], *, now: datetime, actor
 
 def publish_batch(session: Session, published: list[tuple[int, str, str | None]], *, now: datetime,
                   actor: Actor) -> dict[int, Outcome | None]:
-    """submitted → published for each ``(action_id, claim_token, provider_id)``: one executemany, one event statement.
+    """submitted → published for each ``(action_id, claim_token, provider_id)``: one UPDATE, one event statement.
 
     For rows a worker claimed and sent, whose outcomes are committed together. A row that did
     not move (recovery declared its worker lost meanwhile) goes through :func:`publish`
@@ -372,19 +378,9 @@ def publish_batch(session: Session, published: list[tuple[int, str, str | None]]
     """
     if not published:
         return {}
-    ids = [action_id for action_id, _, _ in published]
-    if session.connection().dialect.name == "postgresql":
-        moved = set(session.scalars(PUBLISH_ARRAYS, {
-            "ids": ids, "tokens": [token for _, token, _ in published],
-            "provider_ids": [provider_id for _, _, provider_id in published], "now": now}))
-    elif session.execute(PUBLISH_EACH, [
-            {"action_id": action_id, "held_token": token, "given_provider_id": provider_id, "now": now}
-            for action_id, token, provider_id in published]).rowcount == len(published):
-        moved = set(ids)
-    else:
-        tokens = {action_id: token for action_id, token, _ in published}
-        moved = {ident for ident, token in session.execute(PUBLISHED_IDS, {"action_ids": ids, "now": now})
-                 if tokens[ident] == token}
+    statement = PUBLISH_GIVEN if session.connection().dialect.name == "postgresql" else PUBLISH_GIVEN_SQLITE
+    moved = set(session.scalars(statement, {"now": now, "given": json.dumps(
+        [{"id": action_id, "token": token, "provider_id": provider_id} for action_id, token, provider_id in published])}))
     if moved:
         session.execute(PUBLISH_BATCH_EVENTS, {"published_ids": sorted(moved), "now": now, **_actor_params(actor)})
     outcomes: dict[int, Outcome | None] = {action_id: None for action_id in moved}

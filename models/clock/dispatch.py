@@ -1,42 +1,50 @@
 """Claim due rows and send them: the dispatch worker's whole job, minus the queue.
 
-A queue task carries a chunk of row ids (``policy.dispatch_chunk``); one look reads them
-all with their channels (and, for channels under a limit, their throttle and holds), and
-each row then goes one of two ways::
+A queue task carries a chunk of row ids (``policy.dispatch_chunk``, 500); one look reads them
+all (the columns a claim and the wings' checks need, not the payload) and each of their channels
+once, and each row then goes one of three ways::
 
-    a provider that calls out (webhook, smtp, postmark, twilio, mastodon), each row on its own:
-      1. skip it if the look found it no longer queued. Then one short write transaction:
-         ask the pre-send checks the wings registered for its origin (models.core.hooks; a
-         check that says stop cancels the row instead of claiming it, so nothing ever moves
-         submitted → cancelled); fail it as missed_window if it is later than its action
-         type allows (re-read under the write lock; time spent held by its channel's limit
-         does not count; a wing whose check decides lateness itself, as a recurring
-         rule's misfire policy does, judges its rows instead); if its channel is under a limit or paused, ask the channel for
-         room (models.clock.pacing): no room holds it (queued → queued, due again when
-         there is room, not an attempt); else claim it (queued → submitted, attempt + 1, a
-         fresh claim token). A claim refused for attempts → failed attempts_exhausted; a
-         claim the publish guard refuses (a legacy duplicate) → failed duplicate_of_published.
-      2. no transaction: wait for its slot if the channel gave one a moment ahead (a slot the
-         claim's commit overran is traded for the channel's next), decrypt the channel secret
-         and call the provider.
-      3. one short write transaction: record the outcome with the claim token (a
-         Retry-After also pauses the channel for every row).
+    a provider that calls out over HTTP (webhook, postmark, twilio, mastodon) on a channel with no
+    concurrency cap, in batches:
+      1. take as many of the process's sending slots (``SendSlots``, ``policy.sends_in_flight``)
+         as are free, up to the rows left (at least MIN_BATCH while sends of this chunk are out).
+         Then one short write transaction for the batch: ask the pre-send checks the wings
+         registered for its rows' origins (models.core.hooks; a check that says stop cancels
+         the row instead of claiming it, so nothing ever moves submitted → cancelled); read the
+         batch's channels' pauses; a row of a channel under a limit or paused is admitted alone
+         (models.clock.pacing): no room holds it (queued → queued, due again when there is
+         room, not an attempt), room gives it a slot; a late row is failed as missed_window
+         (re-read under the write lock; time spent held by its channel's limit does not count;
+         a wing whose check decides lateness itself, as a recurring rule's misfire policy does,
+         judges its rows instead); the rest are claimed in one statement
+         (``lifecycle.claim_batch``: queued → submitted, attempt + 1, a token of its own for
+         each row). A claim refused for attempts → failed attempts_exhausted; a claim the
+         publish guard refuses (a legacy duplicate) → failed duplicate_of_published.
+      2. no transaction: every claimed row's request starts at once on a sending thread (it
+         holds a slot); a row given a slot a moment ahead waits for it, and a row whose
+         request starts more than RECHECK_AFTER after its claim reads its token again first:
+         a row recovery declared lost meanwhile is not sent.
+      3. one short write transaction for the outcomes that have come back (``publish_batch``
+         for the successes, the lifecycle's moves for the rest; a Retry-After also pauses the
+         channel for every row); each row's slot is given back once its outcome is committed.
+
+    a provider that keeps a session (smtp), or a channel with a concurrency cap, in lanes:
+      the same pre-send checks, admission and claim for each row alone, just before its own
+      send, then its outcome in a transaction of its own. One lane per connection for SMTP (a
+      chunk's rows of one channel over one or two connections, ``CONNECTIONS_PER_CHUNK``, at
+      least ten messages each) and at most as many lanes as a capped channel's cap, so the
+      chunk itself never knocks on a full cap.
 
     a local provider (log), the chunk's rows together, in one write transaction:
-      the same pre-send checks, misses and claims (every on-time row in one guarded UPDATE), the
-      deliveries (one INSERT), and the outcomes: the outbox entry and the published
+      the same pre-send checks and misses, every on-time row claimed in one statement, the
+      deliveries in one write, and the outcomes in one: the outbox entry and the published
       status commit together or not at all.
 
-Rows that call out are sent in *lanes*, which run side by side on the consumer's pool of
-sending threads (``DispatchContext.pool``, ``policy.sends_in_flight`` threads), so a chunk's
-waits on the network overlap. A lane sends its rows one after another through one provider
-session: one row per lane for the HTTP providers (keep-alive comes from the channel's own
-pooled client), or as many lanes as a channel's concurrency cap, and for SMTP a chunk's
-rows of one channel over one or two connections (``CONNECTIONS_PER_CHUNK``, at least ten
-messages each), each connection carrying its share.
-Each row is claimed just before its own send and its outcome committed just after, so a
-worker killed mid-chunk leaves in doubt only the rows its lanes were sending at that moment;
-the others are still queued, or already recorded.
+What a worker killed at any moment leaves in doubt ("worker lost; outcome unknown" once
+recovery runs) is the rows it had claimed and not yet recorded: for rows that call out, at
+most its slots (``sends_in_flight``) at once, every one of them with its request started or
+about to start; a local chunk's transaction is all or nothing, so none. docs/architecture.md
+("What a kill leaves in doubt") goes through each point.
 
 | provider outcome        | the row                                                                 |
 |-------------------------|-------------------------------------------------------------------------|
@@ -232,18 +240,13 @@ class LookedRow:
     second. The wings' pre-send checks and the lateness test read it as they read a row.
     """
 
-    __slots__ = ("_values",)
-
     def __init__(self, values):
-        self._values = values
-
-    def __getattr__(self, name):
-        return getattr(self._values, name)
+        self.__dict__.update(values._mapping)
 
     @property
     def due_at(self) -> datetime:
         """The instant lateness is measured from: the next attempt when set, else publish_at."""
-        return self._values.next_attempt_at or self._values.publish_at
+        return self.next_attempt_at or self.publish_at
 
 
 @dataclass
