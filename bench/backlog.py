@@ -108,10 +108,10 @@ def one(kind: str, pg_admin: str | None, rows: int, workdir: Path, provider: str
         _due_rows(app, ws, channel, rows, kind)
         loaded = time.monotonic() - loading
         pages = _pages(app)
-        consumer = bench_clock.start_consumer(database_url, queue_url, workers=4, periodic=True,
-                                              log=workdir / f"backlog-{kind}-{rows}.log")
+        log = workdir / f"backlog-{kind}-{rows}.log"
+        consumer = bench_clock.start_consumer(database_url, queue_url, workers=4, periodic=True, log=log)
         ticker = make_app(database_url, queue_url=queue_url, frozen_at=None)
-        time.sleep(3)
+        bench_clock.wait_started([log])
         started = time.monotonic()
         with ticker.app_context():
             summary = tick_once(inline=False)
