@@ -353,15 +353,23 @@ def _keeps_a_session(kind: str) -> bool:
         return False
 
 
-def _send_in_lanes(rows: list[_Looked], context: DispatchContext, actor: Actor) -> dict[int, DispatchResult]:
+def _send_in_lanes(rows: list[_Looked], context: DispatchContext, actor: Actor,
+                   kits: "dict[int, _Kit] | None" = None) -> dict[int, DispatchResult]:
     """Every lane to its end, side by side on the pool when there is one; a lane that raised raises here after the others finished."""
     lanes = lanes_of(rows)
+    kits = kits or _kits(rows, context)
     if context.pool is None or len(lanes) < 2:
         results: dict[int, DispatchResult] = {}
         for lane in lanes:
-            results.update(_send_lane(lane, context, actor))
+            results.update(_send_lane(lane, context, actor, kits[lane[0].channel.id]))
         return results
-    futures = [context.pool.submit(_send_lane, lane, context, actor) for lane in lanes]
+    slots = context.slots or SendSlots(context.policy.sends_in_flight)
+    futures = []
+    for lane in lanes:  # a lane holds one of the process's sending slots while it runs
+        slots.take(1, block=True)
+        future = context.pool.submit(_send_lane, lane, context, actor, kits[lane[0].channel.id])
+        future.add_done_callback(lambda _done: slots.give(1))
+        futures.append(future)
     results, failure = {}, None
     for future in futures:
         try:
@@ -373,28 +381,25 @@ def _send_in_lanes(rows: list[_Looked], context: DispatchContext, actor: Actor) 
     return results
 
 
-def _send_lane(lane: list[_Looked], context: DispatchContext, actor: Actor) -> dict[int, DispatchResult]:
-    """One lane: its rows one after another, through one provider session."""
-    channel = lane[0].channel
-    limits = limits_for(channel.kind, channel.config)
-    try:
-        provider = provider_for(channel.kind)
-    except LookupError:
-        provider = None
+def _send_lane(lane: list[_Looked], context: DispatchContext, actor: Actor,
+               kit: "_Kit | None" = None) -> dict[int, DispatchResult]:
+    """One lane: its rows one after another, through one provider session (``kit``: what the chunk read of its channel)."""
+    kit = kit or _kits(lane[:1], context)[lane[0].channel.id]
+    provider = kit.provider
     session = provider.open_session() if provider is not None and hasattr(provider, "open_session") else None
-    http = channel_client(channel.id, limits.concurrency or context.policy.sends_in_flight)
     results = {}
     try:
         for looked in lane:
-            results[looked.row.id] = _dispatch_one(looked, limits, context, actor, provider=session or provider,
-                                                   http=http)
+            results[looked.row.id] = _dispatch_one(looked, kit.limits, context, actor, provider=session or provider,
+                                                   http=kit.http, kit=kit)
     finally:
         if session is not None:
             session.close()
     return results
 
 
-def _dispatch_one(looked: _Looked, limits, context: DispatchContext, actor: Actor, *, provider, http) -> DispatchResult:
+def _dispatch_one(looked: _Looked, limits, context: DispatchContext, actor: Actor, *, provider, http,
+                  kit: "_Kit | None" = None) -> DispatchResult:
     """Admit (or hold), claim, send and record one row that calls out, from the chunk's look at it."""
     row, channel = looked.row, looked.channel
     if context.draining():  # checked before each claim: a stop waits for the sends in flight, not for the lane
@@ -418,7 +423,14 @@ def _dispatch_one(looked: _Looked, limits, context: DispatchContext, actor: Acto
         claimed, slot = claimed
     if slot is not None:
         _wait_for_slot(slot, channel, limits, context)
-    result = send(claimed, channel, context, provider=provider, http=http)
+    if kit is None:
+        result = send(claimed, channel, context, provider=provider, http=http)
+    elif provider is None:
+        result = SendResult(SendOutcome.NOT_SENT, f"no provider for channel kind {channel.kind!r}")
+    elif kit.unreadable is not None:
+        result = SendResult(SendOutcome.NOT_SENT, kit.unreadable)
+    else:  # the channel's secret as the chunk decrypted it, once
+        result = _call(provider, _delivery_with(claimed, channel, kit.secret), channel, context, http=http)
     return record_outcome(claimed, channel.kind, result, context, actor)
 
 
@@ -490,23 +502,15 @@ def _in_lanes(looked: _Looked, kit: _Kit) -> bool:
 
 
 def _send_remote(rows: list[_Looked], context: DispatchContext, actor: Actor) -> dict[int, DispatchResult]:
-    """The chunk's rows that call out: lanes (sessions, capped channels) on the pool, the rest in batches."""
+    """The chunk's rows that call out: first the lanes (sessions, capped channels), then the rest in batches."""
     kits = _kits(rows, context)
     laned = [looked for looked in rows if _in_lanes(looked, kits[looked.channel.id])]
     batched = [looked for looked in rows if not _in_lanes(looked, kits[looked.channel.id])]
     results: dict[int, DispatchResult] = {}
-    if laned and not batched:
-        return _send_in_lanes(laned, context, actor)
-    lanes = []
     if laned:
-        lanes = [context.pool.submit(_send_in_lanes, laned, context, actor)] if context.pool is not None else []
-        if context.pool is None:
-            results.update(_send_in_lanes(laned, context, actor))
-    try:
+        results.update(_send_in_lanes(laned, context, actor, kits))
+    if batched:
         results.update(_send_in_batches(batched, kits, context, actor))
-    finally:
-        for future in lanes:
-            results.update(future.result())
     return results
 
 
@@ -551,8 +555,10 @@ def _send_in_batches(rows: list[_Looked], kits: dict[int, _Kit], context: Dispat
                 finished = _gather(running)
             if finished:
                 done = [(running.pop(future), future) for future in finished]
-                results.update(_record_sent(done, context, actor))
-                slots.give(len(done))
+                try:
+                    results.update(_record_sent(done, context, actor))
+                finally:  # recorded, or left in doubt by a database that refused it: the slots are free again
+                    slots.give(len(done))
                 continue
             if not pending:
                 continue
@@ -582,8 +588,10 @@ def _send_in_batches(rows: list[_Looked], kits: dict[int, _Kit], context: Dispat
     finally:
         if running:  # an error above: let the sends out finish and record them before raising
             done = [(running.pop(future), future) for future in list(wait(list(running)).done)]
-            results.update(_record_sent(done, context, actor))
-            slots.give(len(done))
+            try:
+                results.update(_record_sent(done, context, actor))
+            finally:
+                slots.give(len(done))
     if failure is not None:
         raise failure
     return results
