@@ -97,7 +97,7 @@ def one(kind: str, pg_admin: str | None, rows: int, workdir: Path, provider: str
     queue_url = bench_clock.queue_url_for(kind, database_url, workdir)
     receiver = None
     try:
-        app = make_app(database_url, frozen_at=None)
+        app = make_app(database_url, frozen_at=None, WTF_CSRF_ENABLED=False)
         config = {}
         if provider == "webhook":
             receiver = bench_tp.start_receiver("webhook", workdir, 0.02)

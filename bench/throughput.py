@@ -116,7 +116,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def consumer_pid(log: Path, timeout: float = 60) -> int:
+def consumer_pid(log: Path, timeout: float = 300) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for line in log.read_text().splitlines() if log.exists() else []:
