@@ -31,11 +31,11 @@ from common import ROOT, SECRET, machine, make_app, record, recorded, tickwork, 
 
 import argparse
 import json
-import os
 import re
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -436,7 +436,10 @@ def main() -> None:
         outcomes: dict[str, dict] = {}
 
         def one(kind: str):
-            outcomes[kind] = soak(kind, args.pg, minutes, Path(tmp))
+            try:
+                outcomes[kind] = soak(kind, args.pg, minutes, Path(tmp))
+            except BaseException as exc:  # a SystemExit in a thread would end it without a word
+                print(f"the {kind} soak failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
         runners = [threading.Thread(target=one, args=(kind,)) for kind in kinds]
         for runner in runners:
