@@ -112,6 +112,17 @@ def stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
+def wait_started(logs: list[Path], timeout: float = 300) -> None:
+    """Until each consumer whose output goes to ``logs`` says it started (on a loaded box a consumer's start-up
+    takes far longer than the few seconds a bench used to allow, and would count in its drain)."""
+    deadline = time.monotonic() + timeout
+    while not all(log.exists() and "Huey consumer started" in log.read_text() for log in logs):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"a consumer did not start within {timeout:.0f} s; see {logs}")
+        time.sleep(0.2)
+    time.sleep(0.5)  # its first poll of the queue
+
+
 def queue_url_for(kind: str, database_url: str, workdir: Path) -> str:
     return f"sqlite:///{workdir / f'queue-{uuid.uuid4().hex[:6]}.db'}" if kind == "sqlite" else database_url
 
@@ -181,10 +192,10 @@ def bench_drain(kind: str, pg_admin: str | None, rows: int, workdir: Path, worke
         now = datetime.now(timezone.utc)
         raw_before = _raw_rate(app, database_url, ws, channel, rows, kind, now)
         insert_rows(app, ws, channel, [now - timedelta(seconds=1)] * rows)
-        running = [start_consumer(database_url, queue_url, workers=workers, periodic=False,
-                                  log=workdir / f"drain-{n}.log") for n in range(consumers)]
+        logs = [workdir / f"drain-{uuid.uuid4().hex[:6]}-{n}.log" for n in range(consumers)]
+        running = [start_consumer(database_url, queue_url, workers=workers, periodic=False, log=log) for log in logs]
         ticker = make_app(database_url, queue_url=queue_url, frozen_at=None)  # the queue the consumers read
-        time.sleep(3)  # the consumer is up and polling before the clock starts
+        wait_started(logs)  # the consumers are up and polling before the clock starts
         started = time.monotonic()
         with ticker.app_context():
             summary = tick_once(inline=False)
@@ -245,6 +256,59 @@ def _wait_published(app, total: int, started: float) -> float:
             raise SystemExit("drain did not finish in 30 minutes")
         time.sleep(0.05)
     return time.monotonic() - started
+
+
+def bench_join(pg_admin: str, rows: int, workdir: Path, join_after: float = 3.0) -> dict:
+    """Two consumer processes on PostgreSQL: one drain with one consumer, one with two from the start, and one
+    where the second consumer starts ``join_after`` seconds into the drain; from the consumers' logs, how soon
+    the late one took its first task and what share of the chunks it took."""
+    from jobs.clock import tick_once
+
+    out: dict = {"bench": "join", "db": "postgresql", "rows": rows, "join_after": join_after}
+    for label, starts in (("one", [0.0]), ("two", [0.0, 0.0]), ("joined", [0.0, join_after])):
+        database_url = fresh_database("postgresql", pg_admin, workdir)
+        try:
+            app = make_app(database_url, frozen_at=None)
+            ws, channel = workspace_with_log_channel(app)
+            insert_rows(app, ws, channel, [datetime.now(timezone.utc) - timedelta(seconds=1)] * rows)
+            logs = [workdir / f"join-{label}-{n}-{uuid.uuid4().hex[:4]}.log" for n in range(len(starts))]
+            running = [start_consumer(database_url, database_url, workers=4, periodic=False, log=logs[0])]
+            ticker = make_app(database_url, queue_url=database_url, frozen_at=None)
+            for log in logs[1:]:
+                if starts[1] == 0:
+                    running.append(start_consumer(database_url, database_url, workers=4, periodic=False, log=log))
+            wait_started(logs[:len(running)])
+            started = time.monotonic()
+            with ticker.app_context():
+                tick_once(inline=False)
+            joined_at = None
+            if len(starts) > 1 and starts[1] > 0:
+                time.sleep(max(0.0, started + starts[1] - time.monotonic()))
+                running.append(start_consumer(database_url, database_url, workers=4, periodic=False, log=logs[1]))
+                wait_started([logs[1]])
+                joined_at = datetime.now()  # from when it is up: its start-up is the box's, not the queue's
+            drained = _wait_published(app, rows, started)
+            for consumer in running:
+                stop(consumer)
+            tasks = [_executed(log) for log in logs]
+            out[label] = {"seconds": round(drained, 2), "rate": round(rows / drained),
+                          "tasks": [len(t) for t in tasks]}
+            if joined_at is not None and tasks[1]:
+                out[label]["first_task_after_start_s"] = round((min(tasks[1]) - joined_at).total_seconds(), 2)
+        finally:
+            drop_database(database_url, pg_admin)
+    out["two_over_one"] = round(out["two"]["rate"] / out["one"]["rate"], 2)
+    out["joined_over_one"] = round(out["joined"]["rate"] / out["one"]["rate"], 2)
+    return out
+
+
+def _executed(log: Path) -> list[datetime]:
+    """When each dispatch task in a consumer's log finished (Huey's "executed in" lines)."""
+    found = []
+    for line in log.read_text().splitlines() if log.exists() else []:
+        if "jobs.tasks.dispatch" in line and "executed in" in line:
+            found.append(datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f"))
+    return found
 
 
 # -- lateness ---------------------------------------------------------------------------
@@ -427,7 +491,7 @@ def bench_memory(actions: int, workdir: Path, provider: str = "log") -> dict:
     ws, channel = workspace_with_log_channel(app, provider, config)
     insert_rows(app, ws, channel, [datetime.now(timezone.utc) - timedelta(seconds=1)] * actions)
     consumer = start_consumer(database_url, queue_url, workers=4, periodic=False, log=workdir / "memory.log")
-    time.sleep(3)
+    wait_started([workdir / "memory.log"])
     subprocess.run(tickwork("tick"), cwd=ROOT, check=True, capture_output=True,
                    env=env_for(database_url, queue_url, {"tick_budget": 3000, "task_timeout": 3100,
                                                          "recovery_timeout": 3600}))
@@ -475,7 +539,7 @@ def render() -> str:
               if k.startswith("drain:")]
     lines += _section(
         "Drain",
-        "10,000 due actions, `log` provider, full path: the tick fans out one dispatch task per chunk of 50 "
+        "10,000 due actions, `log` provider, full path: the tick fans out one dispatch task per chunk of 500 "
         "rows (`dispatch_chunk`) to the queue (SqliteHuey / PostgresHuey in the app database), run in an "
         "interpreter that has the app loaded, as the consumer's periodic tick runs; `tickwork consumer` "
         "processes take the tasks, and each task looks at its rows, claims them (`queued → submitted`, with "
@@ -530,6 +594,25 @@ def render() -> str:
                    f"{d['rss_after_warmup_mib']} MiB", f"{d['rss_end_mib']} MiB", f"{d['rss_peak_mib']} MiB",
                    f"{d['growth_pct']} %"],
     )
+    if "join:postgresql" in stored:
+        d = stored["join:postgresql"]
+        lines += ["### Two consumers on PostgreSQL", "",
+                  f"`bench/clock.py join`: {d['rows']:,} due `log` actions on PostgreSQL (PostgresHuey in the same database), "
+                  "drained three times in one run: by one consumer (4 threads), by two from the start, and by one with "
+                  f"a second started {d['join_after']} s after the tick. Tasks are the chunks each consumer took (from "
+                  "its log).", "",
+                  "| consumers | all published | rate | chunks taken (each consumer) | the late one's first chunk done |",
+                  "|---|---|---|---|---|",
+                  f"| one | {d['one']['seconds']} s | {d['one']['rate']:,}/s | {d['one']['tasks']} | — |",
+                  f"| two | {d['two']['seconds']} s | {d['two']['rate']:,}/s | {d['two']['tasks']} | — |",
+                  f"| one, then a second | {d['joined']['seconds']} s | {d['joined']['rate']:,}/s | "
+                  f"{d['joined']['tasks']} | {d['joined'].get('first_task_after_start_s', '—')} s after it started |",
+                  ""]
+    if "runs:sqlite" in stored:
+        d = stored["runs:sqlite"]
+        lines += ["### The SQLite drain, run after run", "",
+                  f"`bench/clock.py runs`: {len(d['ratios'])} drains of {d['rows']:,} `log` actions on SQLite in a row, "
+                  "each beside its raw loop: full ÷ raw " + ", ".join(str(r) for r in d["ratios"]) + ".", ""]
     lines += _verdicts(stored)
     return "\n".join(lines)
 
@@ -556,6 +639,16 @@ def _verdicts(stored: dict) -> list[str]:
             out.append(f"- {d['db']}, {d.get('consumers', 1)} consumer(s): 10,000 due actions handed to the queue within the minute: {handed} "
                        f"({d['tick_seconds']} s); all of them sent within the minute: {drained} ({d['drain_seconds']} s); "
                        f"full path at least a third of the raw rate: {third} ({d['ratio']}).")
+    if "join:postgresql" in stored:
+        d = stored["join:postgresql"]
+        out.append(f"- two consumers on PostgreSQL never deliver less than one: "
+                   f"{'met' if d['two_over_one'] >= 1 and d['joined_over_one'] >= 1 else 'missed'} "
+                   f"({d['two_over_one']}× and, one joining late, {d['joined_over_one']}× the rate of one); the late one "
+                   f"took {d['joined']['tasks'][1]} of {sum(d['joined']['tasks'])} chunks.")
+    if "runs:sqlite" in stored:
+        d = stored["runs:sqlite"]
+        out.append(f"- the SQLite drain at least 0.5 of its raw loop in every one of {len(d['ratios'])} runs: "
+                   f"{'met' if d['lowest'] >= 0.5 else 'missed'} (lowest {d['lowest']}).")
     for key in ("lateness:sqlite", "lateness:postgresql"):
         if key in stored:
             d = stored[key]
@@ -576,12 +669,14 @@ def _verdicts(stored: dict) -> list[str]:
 
 
 WHY_SLOW = (
-    "Where a drain's time goes. Per chunk of 50: the queue's dequeue, one look at the rows and their channels, "
-    "and one write transaction holding (on PostgreSQL) a lock of the chunk's rows, a claim UPDATE for the chunk, "
-    "its 50 claim events, one INSERT of 50 outbox entries, one executemany of the 50 publish UPDATEs and their "
-    "50 events. The raw loop commits twice per row; the full path commits about once per 50 rows, which is what "
-    "puts it within reach of the raw rate although it runs far more statements through SQLAlchemy and Huey "
-    "(two event rows and an outbox entry per row, which the raw loop does not write). On SQLite a process's "
+    "Where a drain's time goes. Per chunk of 500: the queue's dequeue, one look at the rows (their columns, not ORM "
+    "objects, no payload) and one at their channels, and one write transaction holding (on PostgreSQL) a lock of "
+    "the chunk's rows, one claim UPDATE for the chunk (a token per row), one INSERT ... SELECT of its 500 claim "
+    "events, one INSERT of its 500 outbox entries and one UPDATE of its 500 publishes, each given its values as one "
+    "JSON document, and one INSERT ... SELECT of their events: seven statements for 500 rows, whatever their "
+    "number, and id lists bound as one array on PostgreSQL. The raw loop commits twice per row; the full path "
+    "commits once per 500 rows, although it writes far more (two event rows and an outbox entry per row, which "
+    "the raw loop does not write). On SQLite a process's "
     "writers queue on a lock of their own: SQLite's busy handler sleeps up to 100 ms between looks, which left "
     "the database idle between the worker threads' transactions (a fifth of the worker time in a py-spy "
     "profile); claimed chunks come back as plain rows, not ORM objects. When the tick runs as the `tickwork "
@@ -593,7 +688,8 @@ WHY_SLOW = (
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("which", choices=["drain", "lateness", "tickquery", "memory", "all", "write"])
+    parser.add_argument("which", choices=["drain", "lateness", "tickquery", "memory", "all", "write", "join", "runs"])
+    parser.add_argument("--runs", type=int, default=5, help="runs: how many SQLite drains in a row")
     parser.add_argument("--pg", default=None, help="PostgreSQL admin URL (also runs the PostgreSQL variants)")
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--workers", type=int, default=4, help="the drain consumer's worker threads")
@@ -610,6 +706,12 @@ def main() -> None:
         args.rows, sizes, args.minutes = QUICK["rows"], QUICK["tickquery_sizes"], QUICK["lateness_minutes"]
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
+        if args.which == "join":
+            remember(bench_join(args.pg or DEFAULT_PG, args.rows, workdir), keep=keep)
+        if args.which == "runs":
+            ratios = [bench_drain("sqlite", None, args.rows, workdir)["ratio"] for _ in range(args.runs)]
+            remember({"bench": "runs", "db": "sqlite", "rows": args.rows, "ratios": ratios, "lowest": min(ratios)},
+                     keep=keep)
         if args.which in ("drain", "all"):
             for kind in kinds:
                 remember(bench_drain(kind, args.pg, args.rows, workdir, args.workers, args.consumers), keep=keep)

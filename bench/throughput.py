@@ -19,6 +19,7 @@ from common import ROOT, machine, make_app, record, recorded, tickwork, when_mea
 import argparse
 import json
 import os
+import statistics
 import signal
 import socket
 import subprocess
@@ -115,7 +116,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def consumer_pid(log: Path, timeout: float = 60) -> int:
+def consumer_pid(log: Path, timeout: float = 300) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for line in log.read_text().splitlines() if log.exists() else []:
@@ -130,8 +131,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
 
 
-def bench_sends(kind: str, db: str, pg_admin: str | None, rows: int, workdir: Path, latency: float) -> dict:
-    """``rows`` due at once through `tickwork serve` to a loopback receiver; how long until all are published."""
+def bench_sends(kind: str, db: str, pg_admin: str | None, rows: int, workdir: Path, latency: float,
+                root: Path = ROOT, command_tick: bool = False) -> dict:
+    """``rows`` due at once through `tickwork serve` to a loopback receiver; how long until all are published.
+
+    ``root`` is the checkout whose `tickwork serve` runs (another one's code, to compare with this one's);
+    ``command_tick`` runs the tick as that checkout's `tickwork tick` (so its own code hands the rows over)."""
     from jobs.clock import tick_once
 
     database_url = bench_clock.fresh_database(db, pg_admin, workdir)
@@ -147,17 +152,22 @@ def bench_sends(kind: str, db: str, pg_admin: str | None, rows: int, workdir: Pa
         ws, channel = bench_clock.workspace_with_log_channel(app, kind, config)
         log = workdir / f"serve-{kind}-{db}.log"
         with open(log, "w") as handle:
-            serve = subprocess.Popen(tickwork("serve", "--host", "127.0.0.1", "--port", str(free_port())), cwd=ROOT,
+            serve = subprocess.Popen(tickwork("serve", "--host", "127.0.0.1", "--port", str(free_port())), cwd=root,
                                      stdout=handle, stderr=handle, env=bench_clock.env_for(database_url, queue_url))
         pid = consumer_pid(log)
         ticker = make_app(database_url, queue_url=queue_url, frozen_at=None)
-        time.sleep(4)  # web and consumer up and polling before the rows arrive
+        bench_clock.wait_started([log])  # the consumer up and polling before the rows arrive
         bench_clock.insert_rows(app, ws, channel, [datetime.now(timezone.utc) - timedelta(seconds=1)] * rows)
         if kind == "smtp":
             _email_payloads(app)
         cpu_before, started = cpu_seconds(pid), time.monotonic()
-        with ticker.app_context():
-            summary = tick_once(inline=False)
+        if command_tick:
+            done = subprocess.run(tickwork("tick"), cwd=root, env=bench_clock.env_for(database_url, queue_url),
+                                  capture_output=True, text=True, check=True)
+            summary = json.loads(done.stdout.strip().splitlines()[-1])
+        else:
+            with ticker.app_context():
+                summary = tick_once(inline=False)
         handed_over = time.monotonic() - started
         peak = 0
         while bench_clock.count(app, "published") + _failed(app) < rows:
@@ -180,6 +190,46 @@ def bench_sends(kind: str, db: str, pg_admin: str | None, rows: int, workdir: Pa
             "published": published, "rate": round(rows / took), "consumer_cpu_seconds": round(cpu, 1),
             "consumer_cpu_pct": round(cpu / took * 100), "consumer_rss_peak_mib": round(peak / 1024, 1),
             "received": received}
+
+
+def bench_cpu(db: str, pg_admin: str | None, rows: int, workdir: Path, latency: float, base: Path,
+              rounds: int) -> dict:
+    """Consumer CPU seconds per 1,000 webhook sends, this checkout against ``base`` (main's code), in one run.
+
+    Each round runs the same `bench_sends` (this script's: rows inserted, tick, timing) with `tickwork
+    serve` started in each checkout in turn (the base's web process and consumers run its code), and
+    the raw claim loop on a fresh database of the same kind beside them; the figures are the medians
+    over the rounds.
+    """
+    ours, theirs, raw = [], [], []
+    for _ in range(rounds):
+        theirs.append(bench_sends("webhook", db, pg_admin, rows, workdir, latency, root=base, command_tick=True))
+        ours.append(bench_sends("webhook", db, pg_admin, rows, workdir, latency, command_tick=True))
+        raw.append(_raw_loop(db, pg_admin, rows, workdir))
+    per_1000 = lambda runs: statistics.median(r["consumer_cpu_seconds"] / r["rows"] * 1000 for r in runs)  # noqa: E731
+    return {"bench": "cpu", "provider": "webhook", "db": db, "rows": rows, "rounds": rounds,
+            "base": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=base, capture_output=True,
+                                   text=True).stdout.strip(),
+            "cpu_per_1000": round(per_1000(ours), 2), "base_cpu_per_1000": round(per_1000(theirs), 2),
+            "ratio": round(per_1000(ours) / per_1000(theirs), 3),
+            "rate": round(statistics.median(r["rate"] for r in ours)),
+            "base_rate": round(statistics.median(r["rate"] for r in theirs)),
+            "raw_rate": round(statistics.median(raw)),
+            "runs": [{"ours": o["consumer_cpu_seconds"], "base": t["consumer_cpu_seconds"], "raw": round(r)}
+                     for o, t, r in zip(ours, theirs, raw)]}
+
+
+def _raw_loop(db: str, pg_admin: str | None, rows: int, workdir: Path) -> float:
+    """The raw claim loop's rows/s (bench/clock.py's) over ``rows`` fresh rows of a new database."""
+    url = bench_clock.fresh_database(db, pg_admin, workdir)
+    try:
+        app = make_app(url, frozen_at=None)
+        ws, channel = bench_clock.workspace_with_log_channel(app)
+        now = datetime.now(timezone.utc)
+        rates = bench_clock._raw_rate(app, url, ws, channel, rows, db, now)
+        return max(rates["one"], rates["four"])
+    finally:
+        bench_clock.drop_database(url, pg_admin)
 
 
 def _email_payloads(app) -> None:
@@ -250,7 +300,26 @@ def render() -> str:
                          f"{d['ratio']} | {d['command_drain_seconds']} s ({d['command_full_rate']:,} rows/s) | "
                          f"{d['command_ratio']} |")
         lines.append("")
+    cpus = [stored[k] for k in sorted(stored) if k.startswith("cpu:")]
+    if cpus:
+        lines += ["### CPU per webhook send, against main's code in the same run", "",
+                  "`bench/throughput.py cpu --base CHECKOUT`: the webhook run above (through `tickwork serve`, a 20 ms "
+                  "receiver), on this code and on a checkout of main (`git worktree add`) one after the other, and the "
+                  "raw claim loop on a fresh database beside them, in each round; consumer CPU seconds (user + system, "
+                  "from /proc) per 1,000 sends, medians over the rounds.", "",
+                  "| database | rows | rounds | main at | CPU per 1,000 sends, main | this code | ratio | sends/s, main / this "
+                  "| raw loop, rows/s | each round (main, this, raw) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for d in cpus:
+            runs = "; ".join(f"{r['base']} s, {r['ours']} s, {r['raw']:,}/s" for r in d["runs"])
+            lines.append(f"| {d['db']} | {d['rows']:,} | {d['rounds']} | {d['base']} | {d['base_cpu_per_1000']} s | "
+                         f"{d['cpu_per_1000']} s | {d['ratio']} | {d['base_rate']} / {d['rate']} | {d['raw_rate']:,} | "
+                         f"{runs} |")
+        lines.append("")
     lines += ["### Against the targets", ""]
+    for d in cpus:
+        lines.append(f"- webhook on {d['db']}: consumer CPU per send at most half of main's: "
+                     f"{'met' if d['ratio'] <= 0.5 else 'missed'} ({d['ratio']} of main's, {d['rounds']} round(s)).")
     for d in sends:
         lines.append(f"- {d['provider']} on {d['db']}: 10,000 due at once all out within 60 s: "
                      f"{'met' if d['seconds'] <= 60 and d['published'] == d['rows'] else 'missed'} ({d['seconds']} s).")
@@ -317,7 +386,9 @@ database."""
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("which", choices=["webhook", "smtp", "drain", "all", "write"])
+    parser.add_argument("which", choices=["webhook", "smtp", "drain", "all", "write", "cpu"])
+    parser.add_argument("--base", default=None, help="cpu: a checkout of the code to compare with (e.g. main's)")
+    parser.add_argument("--rounds", type=int, default=2, help="cpu: rounds, each measuring both checkouts")
     parser.add_argument("--pg", default=None, help="PostgreSQL admin URL (also runs the PostgreSQL variants)")
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--latency", type=float, default=0.02, help="the webhook receiver's answer time, seconds")
@@ -328,6 +399,14 @@ def main() -> None:
     keep = not args.quick
     if args.quick:
         args.rows = QUICK_ROWS
+    if args.which == "cpu":
+        with tempfile.TemporaryDirectory() as tmp:
+            for db in kinds:
+                remember(bench_cpu(db, args.pg, args.rows, Path(tmp), args.latency, Path(args.base), args.rounds),
+                         keep=keep)
+        if not args.quick:
+            write_section("Throughput", render())
+        return
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for db in kinds:

@@ -101,6 +101,9 @@ def run_consumer(app: Flask, *, workers: int = 4, periodic: bool = True, name: s
     """Run until SIGINT or SIGTERM: the default queue drains its sends in flight (see the module docstring),
     the works queue stops at once on SIGTERM."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # httpx and httpcore log every request at INFO: a line per send, a good part of a send's CPU.
+    for chatty in ("httpx", "httpcore"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     name = name or f"{socket.gethostname()}:{os.getpid()}" + ("" if queue == "default" else f":{queue}")
     heartbeat = Heartbeat(app, name)
     heartbeat.beat()

@@ -5,10 +5,11 @@ import os
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from jobs.queue import huey, task_app
-from models.clock.dispatch import DispatchContext, DispatchOutcome, chunks, dispatch_actions
+from models.clock.dispatch import DispatchContext, DispatchOutcome, SendSlots, chunks, dispatch_actions
+from models.clock.runs import mark_hand_over_taken
 from models.clock.tick import InlineDispatcher
 from models.core.database import db
 from models.core.runtime import runtime
@@ -19,16 +20,18 @@ log = logging.getLogger("tickwork.jobs")
 # more rows, so the stop waits only for the sends already in flight.
 draining = threading.Event()
 
-_pools: dict[int, ThreadPoolExecutor] = {}
+_pools: dict[int, tuple[ThreadPoolExecutor, SendSlots]] = {}
 _pools_lock = threading.Lock()
 
 
-def sending_pool(size: int) -> ThreadPoolExecutor:
-    """This process's sending threads (``policy.sends_in_flight``), shared by every dispatch task it runs."""
+def sending_pool(size: int) -> tuple[ThreadPoolExecutor, SendSlots]:
+    """This process's sending threads (``policy.sends_in_flight``) and their slots, shared by every dispatch
+    task it runs: a dispatch claims rows only for slots it holds, so each claimed row's request starts at once."""
     with _pools_lock:
         pool = _pools.get(os.getpid())
         if pool is None:
-            pool = _pools[os.getpid()] = ThreadPoolExecutor(max_workers=size, thread_name_prefix="tickwork-send")
+            pool = _pools[os.getpid()] = (ThreadPoolExecutor(max_workers=size, thread_name_prefix="tickwork-send"),
+                                          SendSlots(size))
         return pool
 
 
@@ -37,8 +40,8 @@ def dispatch_context() -> DispatchContext:
     rt = runtime()
     if huey.immediate:
         return DispatchContext.of(rt)
-    return DispatchContext.of(rt, engine=db.engine, pool=sending_pool(rt.policy.sends_in_flight),
-                              draining=draining.is_set)
+    pool, slots = sending_pool(rt.policy.sends_in_flight)
+    return DispatchContext.of(rt, engine=db.engine, pool=pool, slots=slots, draining=draining.is_set)
 
 
 @huey.task(name="dispatch")
@@ -57,6 +60,18 @@ def dispatch(action_ids: list[int] | int, clock_run_id: int | None = None):
         if retries:
             hand_off_due_soon(retries, clock_run_id)
         return dict(Counter(result.label for result in results))
+
+
+class TickNotFinished(Exception):
+    """The tick whose marker this is has not written its summary yet; Huey tries again in a second."""
+
+
+@huey.task(name="hand-over-taken", retries=300, retry_delay=1)
+def hand_over_taken(clock_run_id: int):
+    """The marker a tick queues behind its dispatch tasks: taken, it says they all were (models.clock.tick)."""
+    with task_app().app_context():
+        if not mark_hand_over_taken(clock_run_id):
+            raise TickNotFinished(f"tick run {clock_run_id} has not finished yet")
 
 
 def hand_off_due_soon(due: list[tuple[int, datetime]], clock_run_id: int | None = None) -> None:
@@ -78,14 +93,31 @@ class QueueDispatcher:
         huey.enqueue_many([dispatch.s(chunk, clock_run_id) for chunk in chunks(action_ids, size)])
         return Counter({"queued": len(action_ids)})
 
+    def mark_handed(self, clock_run_id: int) -> None:
+        """Queue the marker behind this tick's hand-over (see models.clock.tick); immediate mode ran them all already."""
+        if not huey.immediate:
+            huey.enqueue_many([hand_over_taken.s(clock_run_id)])
+
     def dispatch_at(self, due: list[tuple[int, datetime]], clock_run_id: int | None) -> None:
-        """Rows sharing a due time share a task (in chunks); each task's eta is that time."""
+        """Rows due within the same ETA_GRAIN share a task (in chunks), its eta the end of that span: rows due a
+        few milliseconds apart are claimed and sent together, none before its time, none more than the grain late."""
         size = runtime().policy.dispatch_chunk
         by_time: dict[datetime, list[int]] = {}
         for action_id, due_at in due:
-            by_time.setdefault(due_at, []).append(action_id)
+            by_time.setdefault(_grain_end(due_at), []).append(action_id)
         huey.enqueue_many([dispatch.s(chunk, clock_run_id, eta=due_at)
                            for due_at, ids in by_time.items() for chunk in chunks(ids, size)])
+
+
+# Rows handed over ahead share a task when due within the same span of this many microseconds.
+ETA_GRAIN_US = 250_000
+
+
+def _grain_end(at: datetime) -> datetime:
+    """``at`` rounded up to the end of its ETA_GRAIN_US span (itself when it is on a boundary)."""
+    micros = at.second * 1_000_000 + at.microsecond
+    rest = micros % ETA_GRAIN_US
+    return at if rest == 0 else at + timedelta(microseconds=ETA_GRAIN_US - rest)
 
 
 def current_dispatcher(inline: bool | None = None):

@@ -50,13 +50,17 @@ import enum
 import uuid
 from datetime import datetime
 
-from sqlalchemy import bindparam, delete, insert, select, true, update
+import json
+
+from sqlalchemy import (JSON, BigInteger, Integer, String, Text, bindparam, case, cast, column, delete, func, insert, literal,
+                        null, select, true, update)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from models.actions.guard import classify_integrity_error
 from models.actions.tables import ActionEvent, ActionHold, CancelKind, FailureCode, ScheduledAction, Status, due_by
 from models.core.events import event_values
+from models.core.ids import ids_in
 from models.core.moves import Actor, Moved, Outcome, Refusal, Refused
 from models.core.policy import DEFAULT_POLICY
 from models.core.types import UTCDateTime
@@ -132,6 +136,53 @@ PUBLISH_AFTER_WORKER_LOST = _statement(Move.PUBLISH, Status.FAILED, _TOKEN,
 
 # For a chunk this transaction claimed itself: an executemany, so no RETURNING.
 PUBLISH_EACH = _statement(Move.PUBLISH, Status.SUBMITTED, _TOKEN, **_PUBLISHED)
+
+# A batch claim gives each row a token of its own: a fresh random base for the batch, then the
+# row's id (36 characters at most), so every row's later moves are guarded by its own token.
+_IDS = ids_in(_c.id, "action_ids")
+_ROW_TOKEN = bindparam("token_base", type_=String()) + cast(_c.id, String)
+TOKEN_BASE_LENGTH = 16
+CLAIM_BATCH = _statement(Move.CLAIM, Status.QUEUED, due_by(NOW), _ATTEMPTS_LEFT, which=_IDS,
+                         attempt_count=_c.attempt_count + 1, claim_token=_ROW_TOKEN, submitted_at=NOW)
+# What a send needs of a claimed row; the rest of it was in the look.
+CLAIMED_COLUMNS = (_c.id, _c.workspace_id, _c.channel_id, _c.action_type, _c.thing_id, _c.target_key, _c.payload,
+                   _c.publish_at, _c.attempt_count, _c.claim_token, _c.origin, _c.status)
+CLAIM_BATCH = CLAIM_BATCH.returning(*CLAIMED_COLUMNS)
+
+
+def _events_of(source: Status, target: Status, reason, *where):
+    """``INSERT INTO action_events ... SELECT`` one event per row matching ``where``: a batch's events in one
+    statement whose parameters do not grow with the batch (its ids aside)."""
+    events = ActionEvent.__table__
+    return insert(events).from_select(
+        ["action_id", "from_status", "to_status", "at", "actor", "actor_user_id", "clock_run_id", "reason"],
+        select(_c.id, literal(source.value, String()), literal(target.value, String()), NOW,
+               bindparam("actor_label", type_=String()), cast(bindparam("actor_user_id"), Integer),
+               cast(bindparam("clock_run_id"), Integer), reason).where(*where))
+
+
+CLAIM_BATCH_EVENTS = _events_of(Status.QUEUED, Status.SUBMITTED, cast(null(), String), _IDS, _c.claim_token == _ROW_TOKEN,
+                                _c.status == Status.SUBMITTED.value)
+PUBLISH_BATCH_EVENTS = _events_of(
+    Status.SUBMITTED, Status.PUBLISHED,
+    case((_c.provider_id.is_(None), literal("provider accepted", String())),
+         else_=literal("provider accepted as ", String()) + _c.provider_id),
+    ids_in(_c.id, "published_ids"))
+# On PostgreSQL a batch's publishes are one UPDATE over the rows given as one JSON document
+# (id, token, provider id), rather than an executemany of one UPDATE per row.
+_GIVEN = func.json_to_recordset(cast(bindparam("given", type_=Text()), JSON)).table_valued(
+    column("id", BigInteger), column("token", Text), column("provider_id", Text)).render_derived(
+    name="given", with_types=True)
+PUBLISH_GIVEN = _statement(Move.PUBLISH, Status.SUBMITTED, _c.claim_token == _GIVEN.c.token,
+                           which=_c.id == _GIVEN.c.id, provider_id=_GIVEN.c.provider_id, finished_at=NOW,
+                           last_error=None, failure_code=None).returning(_c.id)
+# The same on SQLite, the JSON document read by json_each.
+_EACH = func.json_each(bindparam("given", type_=Text())).table_valued("value", name="each")
+_GIVEN_SQLITE = select(*(func.json_extract(_EACH.c.value, f"$.{name}").label(name)
+                         for name in ("id", "token", "provider_id"))).subquery("given")
+PUBLISH_GIVEN_SQLITE = _statement(Move.PUBLISH, Status.SUBMITTED, _c.claim_token == _GIVEN_SQLITE.c.token,
+                                  which=_c.id == _GIVEN_SQLITE.c.id, provider_id=_GIVEN_SQLITE.c.provider_id,
+                                  finished_at=NOW, last_error=None, failure_code=None).returning(_c.id)
 
 FAIL_BY_WORKER = _statement(Move.FAIL, Status.SUBMITTED, _TOKEN, **_FAILED).returning(*_c)
 
@@ -286,6 +337,58 @@ def claim_many(session: Session, action_ids: list[int], *, now: datetime, actor:
         if loaded is not None:
             session.expire(loaded)
     return rows
+
+
+def _actor_params(actor: Actor) -> dict:
+    return {"actor_label": actor.label, "actor_user_id": actor.user_id, "clock_run_id": actor.clock_run_id}
+
+
+def claim_batch(session: Session, action_ids: list[int], *, now: datetime, actor: Actor,
+                max_attempts: int = DEFAULT_BUDGET) -> list:
+    """queued → submitted for every due row of ``action_ids`` in one statement, each row under a token of its own.
+
+    The same guards as :func:`claim`; the rows it returns (with :data:`CLAIMED_COLUMNS`) are the
+    ones that flipped, and their events are written by one ``INSERT ... SELECT``. A row left
+    out changed nothing: :func:`claim` it alone to learn why. If the publish guard refuses any
+    row, the whole statement is undone and :class:`~models.actions.guard.PublishGuardViolation`
+    is raised. The rows are read-only rows, not ORM objects.
+    """
+    if not action_ids:
+        return []
+    params = {"action_ids": list(action_ids), "now": now, "max_attempts": max_attempts,
+              "token_base": uuid.uuid4().hex[:TOKEN_BASE_LENGTH] + "."}
+    rows = _guarded_execute(session, CLAIM_BATCH, params, many=True)
+    if rows:
+        session.execute(CLAIM_BATCH_EVENTS, {**params, **_actor_params(actor)})
+    for row in rows:
+        loaded = session.identity_map.get(session.identity_key(ScheduledAction, row.id))
+        if loaded is not None:
+            session.expire(loaded)
+    return rows
+
+
+def publish_batch(session: Session, published: list[tuple[int, str, str | None]], *, now: datetime,
+                  actor: Actor) -> dict[int, Outcome | None]:
+    """submitted → published for each ``(action_id, claim_token, provider_id)``: one UPDATE, one event statement.
+
+    For rows a worker claimed and sent, whose outcomes are committed together. A row that did
+    not move (recovery declared its worker lost meanwhile) goes through :func:`publish`
+    alone, where a late success still lands while its token matches. Returns, per id, None for
+    a row published by the batch, else the outcome :func:`publish` gave it.
+    """
+    if not published:
+        return {}
+    statement = PUBLISH_GIVEN if session.connection().dialect.name == "postgresql" else PUBLISH_GIVEN_SQLITE
+    moved = set(session.scalars(statement, {"now": now, "given": json.dumps(
+        [{"id": action_id, "token": token, "provider_id": provider_id} for action_id, token, provider_id in published])}))
+    if moved:
+        session.execute(PUBLISH_BATCH_EVENTS, {"published_ids": sorted(moved), "now": now, **_actor_params(actor)})
+    outcomes: dict[int, Outcome | None] = {action_id: None for action_id in moved}
+    for action_id, token, provider_id in published:
+        if action_id not in moved:
+            outcomes[action_id] = publish(session, action_id, claim_token=token, provider_id=provider_id, now=now,
+                                          actor=actor)
+    return outcomes
 
 
 def _accepted(provider_id: str | None) -> str:

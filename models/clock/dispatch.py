@@ -1,42 +1,50 @@
 """Claim due rows and send them: the dispatch worker's whole job, minus the queue.
 
-A queue task carries a chunk of row ids (``policy.dispatch_chunk``); one look reads them
-all with their channels (and, for channels under a limit, their throttle and holds), and
-each row then goes one of two ways::
+A queue task carries a chunk of row ids (``policy.dispatch_chunk``, 500); one look reads them
+all (the columns a claim and the wings' checks need, not the payload) and each of their channels
+once, and each row then goes one of three ways::
 
-    a provider that calls out (webhook, smtp, postmark, twilio, mastodon), each row on its own:
-      1. skip it if the look found it no longer queued. Then one short write transaction:
-         ask the pre-send checks the wings registered for its origin (models.core.hooks; a
-         check that says stop cancels the row instead of claiming it, so nothing ever moves
-         submitted → cancelled); fail it as missed_window if it is later than its action
-         type allows (re-read under the write lock; time spent held by its channel's limit
-         does not count; a wing whose check decides lateness itself, as a recurring
-         rule's misfire policy does, judges its rows instead); if its channel is under a limit or paused, ask the channel for
-         room (models.clock.pacing): no room holds it (queued → queued, due again when
-         there is room, not an attempt); else claim it (queued → submitted, attempt + 1, a
-         fresh claim token). A claim refused for attempts → failed attempts_exhausted; a
-         claim the publish guard refuses (a legacy duplicate) → failed duplicate_of_published.
-      2. no transaction: wait for its slot if the channel gave one a moment ahead (a slot the
-         claim's commit overran is traded for the channel's next), decrypt the channel secret
-         and call the provider.
-      3. one short write transaction: record the outcome with the claim token (a
-         Retry-After also pauses the channel for every row).
+    a provider that calls out over HTTP (webhook, postmark, twilio, mastodon) on a channel with no
+    concurrency cap, in batches:
+      1. take as many of the process's sending slots (``SendSlots``, ``policy.sends_in_flight``)
+         as are free, up to the rows left (at least MIN_BATCH while sends of this chunk are out).
+         Then one short write transaction for the batch: ask the pre-send checks the wings
+         registered for its rows' origins (models.core.hooks; a check that says stop cancels
+         the row instead of claiming it, so nothing ever moves submitted → cancelled); read the
+         batch's channels' pauses; a row of a channel under a limit or paused is admitted alone
+         (models.clock.pacing): no room holds it (queued → queued, due again when there is
+         room, not an attempt), room gives it a slot; a late row is failed as missed_window
+         (re-read under the write lock; time spent held by its channel's limit does not count;
+         a wing whose check decides lateness itself, as a recurring rule's misfire policy does,
+         judges its rows instead); the rest are claimed in one statement
+         (``lifecycle.claim_batch``: queued → submitted, attempt + 1, a token of its own for
+         each row). A claim refused for attempts → failed attempts_exhausted; a claim the
+         publish guard refuses (a legacy duplicate) → failed duplicate_of_published.
+      2. no transaction: every claimed row's request starts at once on a sending thread (it
+         holds a slot); a row given a slot a moment ahead waits for it, and a row whose
+         request starts more than RECHECK_AFTER after its claim reads its token again first:
+         a row recovery declared lost meanwhile is not sent.
+      3. one short write transaction for the outcomes that have come back (``publish_batch``
+         for the successes, the lifecycle's moves for the rest; a Retry-After also pauses the
+         channel for every row); each row's slot is given back once its outcome is committed.
+
+    a provider that keeps a session (smtp), or a channel with a concurrency cap, in lanes:
+      the same pre-send checks, admission and claim for each row alone, just before its own
+      send, then its outcome in a transaction of its own. One lane per connection for SMTP (a
+      chunk's rows of one channel over one or two connections, ``CONNECTIONS_PER_CHUNK``, at
+      least ten messages each) and at most as many lanes as a capped channel's cap, so the
+      chunk itself never knocks on a full cap.
 
     a local provider (log), the chunk's rows together, in one write transaction:
-      the same pre-send checks, misses and claims (every on-time row in one guarded UPDATE), the
-      deliveries (one INSERT), and the outcomes: the outbox entry and the published
+      the same pre-send checks and misses, every on-time row claimed in one statement, the
+      deliveries in one write, and the outcomes in one: the outbox entry and the published
       status commit together or not at all.
 
-Rows that call out are sent in *lanes*, which run side by side on the consumer's pool of
-sending threads (``DispatchContext.pool``, ``policy.sends_in_flight`` threads), so a chunk's
-waits on the network overlap. A lane sends its rows one after another through one provider
-session: one row per lane for the HTTP providers (keep-alive comes from the channel's own
-pooled client), or as many lanes as a channel's concurrency cap, and for SMTP a chunk's
-rows of one channel over one or two connections (``CONNECTIONS_PER_CHUNK``, at least ten
-messages each), each connection carrying its share.
-Each row is claimed just before its own send and its outcome committed just after, so a
-worker killed mid-chunk leaves in doubt only the rows its lanes were sending at that moment;
-the others are still queued, or already recorded.
+What a worker killed at any moment leaves in doubt ("worker lost; outcome unknown" once
+recovery runs) is the rows it had claimed and not yet recorded: for rows that call out, at
+most its slots (``sends_in_flight``) at once, every one of them with its request started or
+about to start; a local chunk's transaction is all or nothing, so none. docs/architecture.md
+("What a kill leaves in doubt") goes through each point.
 
 | provider outcome        | the row                                                                 |
 |-------------------------|-------------------------------------------------------------------------|
@@ -51,9 +59,11 @@ a provider at most once per claim, and a claim happens at most ``max_attempts`` 
 """
 
 import logging
+import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Executor
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -72,6 +82,7 @@ from models.core.database import read_session, write_session
 from models.actions.guard import PublishGuardViolation
 from models.core.moves import Actor, Refusal
 from models.core.hooks import Hooks
+from models.core.ids import ids_in
 from models.core.policy import Policy
 from models.core.runtime import Runtime
 from models.channels.providers.http import channel_client
@@ -129,15 +140,57 @@ class DispatchContext:
     pool: Executor | None = None
     sleep: Callable[[float], None] = time.sleep  # how a lane waits for its channel's slot
     draining: Callable[[], bool] = lambda: False
+    # The process's sends in flight, shared by every dispatch it runs (see SendSlots); with a
+    # pool and none given, this dispatch alone counts against ``policy.sends_in_flight``.
+    slots: "SendSlots | None" = None
 
     @classmethod
     def of(cls, runtime: Runtime, engine: Engine | None = None, pool: Executor | None = None,
-           draining: Callable[[], bool] | None = None) -> "DispatchContext":
+           draining: Callable[[], bool] | None = None, slots: "SendSlots | None" = None) -> "DispatchContext":
         """The context of the app whose runtime this is."""
         if pool is not None and engine is None:
             raise ValueError("a dispatch with a pool of sending threads needs the engine: its threads have no app context")
         return cls(clock=runtime.clock, policy=runtime.policy, secret_box=runtime.secret_box, engine=engine,
-                   hooks=runtime.hooks, pool=pool, draining=draining or (lambda: False))
+                   hooks=runtime.hooks, pool=pool, draining=draining or (lambda: False), slots=slots)
+
+
+class SendSlots:
+    """The sends a consumer process may have in flight at once (``policy.sends_in_flight``), across its dispatches.
+
+    A batch of rows that call out is claimed only once it holds a slot for each of its rows,
+    so every row it claims starts its request at once; a slot is given back when the row's
+    outcome is committed (or when the row was not claimed after all). So at any moment the
+    rows a process has claimed and not yet recorded, the rows a kill would leave in doubt,
+    number at most its slots.
+    """
+
+    def __init__(self, size: int):
+        self.size = size
+        self._free = size
+        self._changed = threading.Condition()
+
+    def take(self, wanted: int, *, at_least: int = 1, block: bool) -> int:
+        """Up to ``wanted`` free slots, or none while fewer than ``at_least`` are free (with ``block``, waiting
+        until they are); how many were taken."""
+        at_least = max(1, min(at_least, wanted, self.size))
+        with self._changed:
+            while block and self._free < at_least:
+                self._changed.wait()
+            if self._free < at_least:
+                return 0
+            taken = min(wanted, self._free)
+            self._free -= taken
+            return taken
+
+    def give(self, count: int) -> None:
+        if count:
+            with self._changed:
+                self._free += count
+                self._changed.notify_all()
+
+    @property
+    def free(self) -> int:
+        return self._free
 
 
 
@@ -172,13 +225,47 @@ def chunks(items: list, size: int) -> list[list]:
     return [items[start:start + size] for start in range(0, len(items), size)]
 
 
+# The columns the look reads: what the claim, the lateness test and the wings' pre-send checks
+# read of a row. Its payload comes back with its claim; its history columns are not needed.
+_LOOK_COLUMNS = tuple(ScheduledAction.__table__.c[name] for name in (
+    "id", "workspace_id", "created_by_id", "action_type", "thing_id", "target_key", "channel_id", "publish_at",
+    "status", "failure_code", "attempt_count", "next_attempt_at", "origin", "rescheduled_from_id",
+    "recurring_schedule_id"))
+
+
+class LookedRow:
+    """A row as the chunk's look read it (the columns of :data:`_LOOK_COLUMNS` as attributes, and ``due_at``).
+
+    A plain result row underneath, not an ORM object: a chunk of hundreds is read many times a
+    second. The wings' pre-send checks and the lateness test read it as they read a row.
+    """
+
+    def __init__(self, values):
+        self.__dict__.update(values._mapping)
+
+    @property
+    def due_at(self) -> datetime:
+        """The instant lateness is measured from: the next attempt when set, else publish_at."""
+        return self.next_attempt_at or self.publish_at
+
+
 @dataclass
 class _Looked:
     """A row as the chunk's look found it, with its channel and what limits it."""
 
-    row: ScheduledAction
+    row: ScheduledAction | LookedRow
     channel: Channel
     late_from: datetime | None  # from the row's current hold, if it is held
+
+
+def _look(action_ids: list[int], context: DispatchContext) -> dict[int, _Looked]:
+    """The chunk's rows, their current holds and (once each) their channels, in two queries outside any write."""
+    with read_session(context.engine) as session:
+        found = [(LookedRow(values), values.late_from) for values in session.execute(_LOOK, {"action_ids": action_ids})]
+        channel_ids = sorted({row.channel_id for row, _ in found})
+        channels = {channel.id: channel for channel in session.scalars(_CHANNELS, {"channel_ids": channel_ids})}
+        session.expunge_all()
+    return {row.id: _Looked(row, channels[row.channel_id], late_from) for row, late_from in found}
 
 
 def dispatch_actions(action_ids: list[int], context: DispatchContext, *,
@@ -186,17 +273,14 @@ def dispatch_actions(action_ids: list[int], context: DispatchContext, *,
     """Dispatch a chunk of rows (one queue task's worth); one result per id, in order.
 
     One look at all of them first. Rows whose channel delivers into our own database go
-    through :func:`deliver_locally` together; the others are sent in lanes (see the module
-    docstring), each row with its own claim, send and outcome.
+    through :func:`deliver_locally` together; the others are claimed in batches as sending
+    slots free up and sent side by side (see the module docstring).
     """
     actor = Actor.job("dispatch", clock_run_id)
     ids = list(dict.fromkeys(action_ids))
-    with read_session(context.engine) as session:
-        found = {row.id: _Looked(row, channel, late_from)
-                 for row, channel, late_from in session.execute(_LOOK, {"action_ids": ids})}
-        session.expunge_all()
+    found = _look(ids, context)
     results: dict[int, DispatchResult] = {}
-    local: list[tuple[ScheduledAction, Channel]] = []
+    local: list[tuple[LookedRow, Channel]] = []
     remote: list[_Looked] = []
     for action_id in ids:
         looked = found.get(action_id)
@@ -212,7 +296,8 @@ def dispatch_actions(action_ids: list[int], context: DispatchContext, *,
             remote.append(looked)
     if local:
         results.update(_deliver_locally_or_row_by_row(local, context, actor))
-    results.update(_send_in_lanes(remote, context, actor))
+    if remote:
+        results.update(_send_remote(remote, context, actor))
     return [results[action_id] for action_id in ids]
 
 
@@ -268,15 +353,23 @@ def _keeps_a_session(kind: str) -> bool:
         return False
 
 
-def _send_in_lanes(rows: list[_Looked], context: DispatchContext, actor: Actor) -> dict[int, DispatchResult]:
+def _send_in_lanes(rows: list[_Looked], context: DispatchContext, actor: Actor,
+                   kits: "dict[int, _Kit] | None" = None) -> dict[int, DispatchResult]:
     """Every lane to its end, side by side on the pool when there is one; a lane that raised raises here after the others finished."""
     lanes = lanes_of(rows)
+    kits = kits or _kits(rows, context)
     if context.pool is None or len(lanes) < 2:
         results: dict[int, DispatchResult] = {}
         for lane in lanes:
-            results.update(_send_lane(lane, context, actor))
+            results.update(_send_lane(lane, context, actor, kits[lane[0].channel.id]))
         return results
-    futures = [context.pool.submit(_send_lane, lane, context, actor) for lane in lanes]
+    slots = context.slots or SendSlots(context.policy.sends_in_flight)
+    futures = []
+    for lane in lanes:  # a lane holds one of the process's sending slots while it runs
+        slots.take(1, block=True)
+        future = context.pool.submit(_send_lane, lane, context, actor, kits[lane[0].channel.id])
+        future.add_done_callback(lambda _done: slots.give(1))
+        futures.append(future)
     results, failure = {}, None
     for future in futures:
         try:
@@ -288,28 +381,25 @@ def _send_in_lanes(rows: list[_Looked], context: DispatchContext, actor: Actor) 
     return results
 
 
-def _send_lane(lane: list[_Looked], context: DispatchContext, actor: Actor) -> dict[int, DispatchResult]:
-    """One lane: its rows one after another, through one provider session."""
-    channel = lane[0].channel
-    limits = limits_for(channel.kind, channel.config)
-    try:
-        provider = provider_for(channel.kind)
-    except LookupError:
-        provider = None
+def _send_lane(lane: list[_Looked], context: DispatchContext, actor: Actor,
+               kit: "_Kit | None" = None) -> dict[int, DispatchResult]:
+    """One lane: its rows one after another, through one provider session (``kit``: what the chunk read of its channel)."""
+    kit = kit or _kits(lane[:1], context)[lane[0].channel.id]
+    provider = kit.provider
     session = provider.open_session() if provider is not None and hasattr(provider, "open_session") else None
-    http = channel_client(channel.id, limits.concurrency or context.policy.sends_in_flight)
     results = {}
     try:
         for looked in lane:
-            results[looked.row.id] = _dispatch_one(looked, limits, context, actor, provider=session or provider,
-                                                   http=http)
+            results[looked.row.id] = _dispatch_one(looked, kit.limits, context, actor, provider=session or provider,
+                                                   http=kit.http, kit=kit)
     finally:
         if session is not None:
             session.close()
     return results
 
 
-def _dispatch_one(looked: _Looked, limits, context: DispatchContext, actor: Actor, *, provider, http) -> DispatchResult:
+def _dispatch_one(looked: _Looked, limits, context: DispatchContext, actor: Actor, *, provider, http,
+                  kit: "_Kit | None" = None) -> DispatchResult:
     """Admit (or hold), claim, send and record one row that calls out, from the chunk's look at it."""
     row, channel = looked.row, looked.channel
     if context.draining():  # checked before each claim: a stop waits for the sends in flight, not for the lane
@@ -333,7 +423,14 @@ def _dispatch_one(looked: _Looked, limits, context: DispatchContext, actor: Acto
         claimed, slot = claimed
     if slot is not None:
         _wait_for_slot(slot, channel, limits, context)
-    result = send(claimed, channel, context, provider=provider, http=http)
+    if kit is None:
+        result = send(claimed, channel, context, provider=provider, http=http)
+    elif provider is None:
+        result = SendResult(SendOutcome.NOT_SENT, f"no provider for channel kind {channel.kind!r}")
+    elif kit.unreadable is not None:
+        result = SendResult(SendOutcome.NOT_SENT, kit.unreadable)
+    else:  # the channel's secret as the chunk decrypted it, once
+        result = _call(provider, _delivery_with(claimed, channel, kit.secret), channel, context, http=http)
     return record_outcome(claimed, channel.kind, result, context, actor)
 
 
@@ -350,17 +447,331 @@ def _wait_for_slot(slot: datetime, channel: Channel, limits, context: DispatchCo
         context.sleep(wait)
 
 
+# A batch claim covers at most this many rows, however many slots are free: one write
+# transaction's worth of claims and events.
+MAX_BATCH = 64
+# While some of its sends are out, a dispatch claims again only once this many slots are free
+# (or as many rows as it has left), and having seen one outcome come back it waits up to
+# GATHER seconds for as many (or all its sends out), so claims and outcomes are committed a handful at a time,
+# not one by one: the requests take far longer than the commits (20 ms against 1), so slots
+# idle a moment rather than the consumer's CPU going to one transaction per row.
+MIN_BATCH = 8
+GATHER = 0.05
+# A request that starts this long after its row's claim committed (it waited for its channel's
+# slot, or for a sending thread) re-reads the row's token first. Recovery declares lost only rows
+# claimed longer ago than the recovery timeout, so one that starts sooner cannot have been.
+RECHECK_AFTER = 1.0
+
+
+@dataclass
+class _Kit:
+    """What a chunk's rows of one channel share, read or built once per chunk: its limits, its provider,
+    its pooled HTTP client and its decrypted secret (or why it cannot be read)."""
+
+    channel: Channel
+    limits: object
+    provider: object | None
+    http: object
+    secret: str | None = None
+    unreadable: str | None = None
+
+
+def _kits(rows: list[_Looked], context: DispatchContext) -> dict[int, _Kit]:
+    kits: dict[int, _Kit] = {}
+    for looked in rows:
+        channel = looked.channel
+        if channel.id in kits:
+            continue
+        limits = limits_for(channel.kind, channel.config)
+        try:
+            provider = provider_for(channel.kind)
+        except LookupError:
+            provider = None
+        kit = _Kit(channel, limits, provider, channel_client(channel.id, limits.concurrency or context.policy.sends_in_flight))
+        try:
+            kit.secret = channel.secret(context.secret_box)
+        except SecretUnreadable as exc:
+            kit.unreadable = str(exc)
+        kits[channel.id] = kit
+    return kits
+
+
+def _in_lanes(looked: _Looked, kit: _Kit) -> bool:
+    """Whether a row goes in a lane (a provider session, or a channel's concurrency cap) rather than a batch."""
+    return kit.limits.concurrency is not None or _keeps_a_session(looked.channel.kind)
+
+
+def _send_remote(rows: list[_Looked], context: DispatchContext, actor: Actor) -> dict[int, DispatchResult]:
+    """The chunk's rows that call out: first the lanes (sessions, capped channels), then the rest in batches."""
+    kits = _kits(rows, context)
+    laned = [looked for looked in rows if _in_lanes(looked, kits[looked.channel.id])]
+    batched = [looked for looked in rows if not _in_lanes(looked, kits[looked.channel.id])]
+    results: dict[int, DispatchResult] = {}
+    if laned:
+        results.update(_send_in_lanes(laned, context, actor, kits))
+    if batched:
+        results.update(_send_in_batches(batched, kits, context, actor))
+    return results
+
+
+class _Inline:
+    """A pool of no threads: each send runs in the calling thread, one at a time."""
+
+    def submit(self, fn, *args):
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # handed back through the future, as a pool would
+            future.set_exception(exc)
+        return future
+
+
+def _send_in_batches(rows: list[_Looked], kits: dict[int, _Kit], context: DispatchContext,
+                     actor: Actor) -> dict[int, DispatchResult]:
+    """Claim rows in batches of the sending slots free, start each batch's requests at once, record outcomes in groups.
+
+    Each row is claimed with a token of its own once a slot is held for it, so its request
+    starts as soon as the claim commits; the sending thread re-checks the token just before
+    the request (a row recovery declared lost meanwhile is not sent). Outcomes are
+    committed together, as many as have come back whenever this thread looks, and each
+    frees its slot only once committed. Without a pool the batch is one row: claimed, sent
+    and recorded before the next is claimed.
+    """
+    results: dict[int, DispatchResult] = {}
+    if not rows:
+        return results
+    if context.pool is None:
+        pool, slots = _Inline(), SendSlots(1)
+    else:
+        pool, slots = context.pool, context.slots or SendSlots(context.policy.sends_in_flight)
+    pending = deque(rows)
+    running: dict[Future, tuple] = {}
+    failure: BaseException | None = None
+    try:
+        while pending or running:
+            finished = [future for future in running if future.done()]
+            enough = min(len(pending), MIN_BATCH)
+            if not finished and running and (not pending or slots.free < enough or failure is not None):
+                finished = _gather(running)
+            if finished:
+                done = [(running.pop(future), future) for future in finished]
+                try:
+                    results.update(_record_sent(done, context, actor))
+                finally:  # recorded, or left in doubt by a database that refused it: the slots are free again
+                    slots.give(len(done))
+                continue
+            if not pending:
+                continue
+            if failure is not None or context.draining():
+                results.update((looked.row.id, DispatchResult(looked.row.id, DispatchOutcome.SKIPPED, DRAINING))
+                               for looked in pending)
+                pending.clear()
+                continue
+            taken = slots.take(min(len(pending), MAX_BATCH), at_least=enough, block=not running)
+            if not taken:
+                continue
+            batch = [pending.popleft() for _ in range(taken)]
+            try:
+                claimed, decided = _claim_for_sending(batch, context, actor)
+            except BaseException as exc:  # the batch changed nothing; the sends already out are still recorded
+                slots.give(taken)
+                failure = exc
+                for looked in batch:
+                    pending.appendleft(looked)
+                continue
+            results.update(decided)
+            slots.give(taken - len(claimed))
+            committed = time.monotonic()
+            for looked, action, slot in claimed:
+                kit = kits[looked.channel.id]
+                running[pool.submit(_send_claimed, action, kit, slot, committed, context)] = (looked, action, kit)
+    finally:
+        if running:  # an error above: let the sends out finish and record them before raising
+            done = [(running.pop(future), future) for future in list(wait(list(running)).done)]
+            try:
+                results.update(_record_sent(done, context, actor))
+            finally:
+                slots.give(len(done))
+    if failure is not None:
+        raise failure
+    return results
+
+
+def _gather(running: dict) -> list[Future]:
+    """Wait for one send to come back, then up to GATHER more for MIN_BATCH of them (or all): the outcomes to record."""
+    wait(list(running), return_when=FIRST_COMPLETED)
+    deadline = time.monotonic() + GATHER
+    while True:
+        finished = [future for future in running if future.done()]
+        left = deadline - time.monotonic()
+        if len(finished) >= min(MIN_BATCH, len(running)) or left <= 0:
+            return finished
+        wait([future for future in running if not future.done()], timeout=min(left, 0.005),
+             return_when=FIRST_COMPLETED)
+
+
+def _claim_for_sending(batch: list[_Looked], context: DispatchContext, actor: Actor):
+    """One write transaction for a batch: the pre-send checks, then for each row a miss, a hold or a claim.
+
+    Rows of a channel under a limit or a pause are admitted one by one (``pacing.admit``, in
+    this transaction); the others that are on time are claimed in one statement, each with a
+    token of its own. Returns ``[(looked, claimed row, slot)]`` and the results of the rows
+    not claimed.
+    """
+    decided: dict[int, DispatchResult] = {}
+    claimed: list[tuple[_Looked, object, datetime | None]] = []
+    policy, hooks = context.policy, context.hooks
+    with write_session(context.engine) as session:
+        now = context.clock.now()
+        decided.update(_stop_in(session, [looked.row for looked in batch], context, now, actor))
+        batch = [looked for looked in batch if looked.row.id not in decided]
+        # Read in the claim's transaction, not in the look: a pause another row's 429 set a
+        # moment ago holds these rows too.
+        pauses = dict(session.execute(_PAUSES_OF, {"channel_ids": sorted({looked.channel.id for looked in batch})}).all())
+        gated, plain, gated_ids = [], [], set()
+        for looked in batch:
+            limits = limits_for(looked.channel.kind, looked.channel.config)
+            if pacing.needs_admission(limits, pauses.get(looked.channel.id), now):
+                gated.append((looked, limits))
+                gated_ids.add(looked.row.id)
+            else:
+                plain.append((looked, limits))
+        if plain and session.connection().dialect.name == "postgresql":
+            mine = set(session.scalars(_LOCK_QUEUED, {"action_ids": [looked.row.id for looked, _ in plain]}))
+            decided.update((looked.row.id, DispatchResult(looked.row.id, DispatchOutcome.SKIPPED, "busy"))
+                           for looked, _ in plain if looked.row.id not in mine)
+            plain = [(looked, limits) for looked, limits in plain if looked.row.id in mine]
+        on_time = [looked.row.id for looked, _ in plain
+                   if not (hooks.lateness_applies(looked.row.origin) and is_late(looked.row, now, policy, looked.late_from))]
+        try:
+            flipped = {row.id: row for row in lifecycle.claim_batch(session, on_time, now=now, actor=actor,
+                                                                    max_attempts=policy.max_attempts)}
+        except PublishGuardViolation:
+            flipped = {}  # a legacy duplicate among them: the one-by-one claims below find it
+        for looked, limits in plain + gated:
+            row = looked.row
+            if row.id in flipped:
+                claimed.append((looked, flipped[row.id], None))
+                continue
+            gate = None
+            if row.id in gated_ids:
+                gate = (lambda looked=looked, limits=limits:  # noqa: E731
+                        pacing.admit(session, looked.channel, limits, context.clock, in_line=looked.late_from is not None))
+            one = _claim_in(session, row, now, policy, actor, late_from=looked.late_from, gate=gate,
+                            channel=looked.channel, hooks=hooks)
+            if isinstance(one, DispatchResult):
+                decided[row.id] = one
+            else:
+                claimed.append((looked, one[0], one[1]))
+    return claimed, decided
+
+
+def recheck_after(policy: Policy) -> float:
+    """Seconds after its claim's commit from which a request re-reads its row's token before it starts."""
+    return min(RECHECK_AFTER, policy.recovery_timeout.total_seconds() / 10)
+
+
+def _send_claimed(action, kit: _Kit, slot: datetime | None, committed: float,
+                  context: DispatchContext) -> SendResult | None:
+    """In a sending thread: wait for the row's slot if it has one, re-check its claim if it waited, then send.
+
+    None means the claim was no longer this worker's when its request was about to start
+    (recovery declared it lost meanwhile): nothing was sent.
+    """
+    if slot is not None:
+        _wait_for_slot(slot, kit.channel, kit.limits, context)
+    if time.monotonic() - committed >= recheck_after(context.policy):
+        try:
+            with read_session(context.engine) as session:
+                mine = session.scalar(_STILL_CLAIMED, {"action_id": action.id, "token": action.claim_token})
+        except OperationalError as exc:
+            return SendResult(SendOutcome.NOT_SENT, f"not sent: its claim could not be checked ({type(exc).__name__})")
+        if mine is None:
+            return None
+    if kit.provider is None:
+        return SendResult(SendOutcome.NOT_SENT, f"no provider for channel kind {kit.channel.kind!r}")
+    if kit.unreadable is not None:
+        return SendResult(SendOutcome.NOT_SENT, kit.unreadable)
+    return _call(kit.provider, _delivery_with(action, kit.channel, kit.secret), kit.channel, context, http=kit.http)
+
+
+def _record_sent(done: list[tuple[tuple, Future]], context: DispatchContext, actor: Actor) -> dict[int, DispatchResult]:
+    """The outcomes of sends that came back, committed together (successes in one batch); see :func:`record_outcome`."""
+    results: dict[int, DispatchResult] = {}
+    outcomes = []
+    for (looked, action, kit), future in done:
+        try:
+            result = future.result()
+        except Exception as exc:  # a fault outside the provider call: we cannot tell whether it sent
+            log.exception("action %s: its send failed unexpectedly", action.id)
+            result = SendResult(SendOutcome.UNKNOWN, f"the send failed unexpectedly: {type(exc).__name__}: {exc}")
+        if result is None:
+            log.warning("action %s: its claim was lost before its request started; not sent", action.id)
+            results[action.id] = DispatchResult(action.id, DispatchOutcome.SKIPPED, "claim_lost:not_sent")
+        else:
+            outcomes.append((action, kit.channel.kind, result))
+    if outcomes:
+        results.update(_retrying(lambda session: _record_all_in(session, outcomes, context, actor), context,
+                                 f"{len(outcomes)} outcome(s)"))
+    return results
+
+
+def _record_all_in(session, outcomes: list, context: DispatchContext, actor: Actor) -> dict[int, DispatchResult]:
+    now = context.clock.now()
+    results: dict[int, DispatchResult] = {}
+    successes = [(action, result) for action, _, result in outcomes if result.outcome is SendOutcome.SUCCESS]
+    published = lifecycle.publish_batch(session, [(action.id, action.claim_token, result.provider_id)
+                                                  for action, result in successes], now=now, actor=actor)
+    for action_id, moved in published.items():
+        results[action_id] = (DispatchResult(action_id, DispatchOutcome.PUBLISHED) if moved is None
+                              else _result(action_id, moved, DispatchOutcome.PUBLISHED))
+    for action, kind, result in outcomes:
+        if result.outcome is not SendOutcome.SUCCESS:
+            results[action.id] = _record_in(session, action, kind, result, context.policy, actor, now)
+    return results
+
+
+def _retrying(write: Callable, context: DispatchContext, what: str):
+    """``write(session)`` in a write transaction, tried again while the database refuses it for a moment.
+
+    The provider has answered, so the outcome is worth waiting for: a database that refuses the
+    write for a moment (locked past its busy timeout, a connection killed, a server restarting)
+    is tried again until the time a task may take after its provider call is spent, well before
+    recovery would declare the row lost. Only then does it stay submitted, in doubt.
+    """
+    deadline = time.monotonic() + (context.policy.task_timeout - context.policy.provider_timeout).total_seconds()
+    delay = 0.1
+    while True:
+        try:
+            with write_session(context.engine) as session:
+                return write(session)
+        except OperationalError:
+            if time.monotonic() + delay > deadline:
+                raise
+            log.warning("%s: the database refused the write for now; trying again in %.1f s", what, delay,
+                        exc_info=True)
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
 # The rows of a chunk and their channels in one query, built once, with the row's current
 # hold (its lateness anchor, and its place in its channel's line). The look is taken
 # outside the write lock (on SQLite every writer waits its turn for it): a row another
 # worker already took is skipped there, and the claims re-check every row under the lock.
 _LOOK = (
-    select(ScheduledAction, Channel, ActionHold.late_from)
-    .join(Channel, Channel.id == ScheduledAction.channel_id)
+    select(*_LOOK_COLUMNS, ActionHold.late_from)
+    .select_from(ScheduledAction)
     .outerjoin(ActionHold, pacing.current_hold_join())
-    .where(ScheduledAction.id.in_(bindparam("action_ids", expanding=True)))
+    .where(ids_in(ScheduledAction.id, "action_ids"))
 )
+_CHANNELS = select(Channel).where(ids_in(Channel.id, "channel_ids"))
 _PAUSE_OF = select(ChannelThrottle.paused_until).where(ChannelThrottle.channel_id == bindparam("channel_id"))
+_PAUSES_OF = select(ChannelThrottle.channel_id, ChannelThrottle.paused_until).where(
+    ids_in(ChannelThrottle.channel_id, "channel_ids"))
+# The re-check a sending thread makes just before a request: is the row still claimed under its token?
+_STILL_CLAIMED = select(ScheduledAction.id).where(ScheduledAction.id == bindparam("action_id"),
+                                                  ScheduledAction.status == Status.SUBMITTED.value,
+                                                  ScheduledAction.claim_token == bindparam("token"))
 _HOLD_OF = select(ActionHold.late_from).join(ScheduledAction, and_(
     pacing.current_hold_join(), ScheduledAction.id == bindparam("action_id")))
 
@@ -459,7 +870,7 @@ def _deliver_locally_or_row_by_row(
 
 _LOCK_QUEUED = (
     select(ScheduledAction.id)
-    .where(ScheduledAction.id.in_(bindparam("action_ids", expanding=True)))
+    .where(ids_in(ScheduledAction.id, "action_ids"))
     .order_by(ScheduledAction.id)
     .with_for_update(skip_locked=True)
 )
@@ -470,9 +881,11 @@ def deliver_locally(
 ) -> dict[int, DispatchResult]:
     """Rows whose provider delivers into this database (``log``): all three steps in one transaction.
 
-    The claim of every due row in one statement, the deliveries in one write, and the
-    outcomes (``publish_many`` for the successes): the delivery and the row's published
-    status commit together or not at all, so no crash can leave one without the other.
+    The claim of every due row in one statement (``claim_batch``: a token per row, the
+    events in one ``INSERT ... SELECT``), the deliveries in one write, and the outcomes
+    (``publish_batch`` for the successes: one executemany, the events in one statement):
+    the delivery and the row's published status commit together or not at all, so no crash
+    can leave one without the other.
     Late rows, rows the bulk claim left alone and, when the publish guard refuses the
     bulk claim, every row are claimed one by one in the same transaction.
 
@@ -496,7 +909,8 @@ def deliver_locally(
         on_time = [row.id for row, _ in rows
                    if not (context.hooks.lateness_applies(row.origin) and is_late(row, now, policy))]
         try:
-            claimed = lifecycle.claim_many(session, on_time, now=now, actor=actor, max_attempts=policy.max_attempts)
+            claimed = list(lifecycle.claim_batch(session, on_time, now=now, actor=actor,
+                                                 max_attempts=policy.max_attempts))
         except PublishGuardViolation:
             claimed = []  # a legacy duplicate among them: the one-by-one claims below find it
         flipped = {action.id for action in claimed}
@@ -516,7 +930,10 @@ def deliver_locally(
                 results[action.id] = DispatchResult(action.id, DispatchOutcome.PUBLISHED)
             else:
                 results[action.id] = _record_in(session, action, channels[action.id].kind, result, policy, actor, now)
-        lifecycle.publish_many(session, published, now=now, actor=actor)
+        refused = {action_id for action_id, outcome in
+                   lifecycle.publish_batch(session, published, now=now, actor=actor).items() if outcome is not None}
+        if refused:  # claimed in this very transaction: nobody else can have moved them
+            raise RuntimeError(f"publish_batch left {len(refused)} row(s) this transaction claimed unpublished")
     return results
 
 
@@ -525,12 +942,19 @@ def _deliver_in(session, claimed: list[ScheduledAction], channels: dict, context
     """The local providers' results for ``claimed``, in order; they write in ``session``."""
     results: dict[int, SendResult] = {}
     by_kind: dict[str, list[Delivery]] = {}
+    secrets: dict[int, str | None | SecretUnreadable] = {}  # each channel's secret decrypted once
     for action in claimed:
         channel = channels[action.id]
-        try:
-            by_kind.setdefault(channel.kind, []).append(_delivery(action, channel, context))
-        except SecretUnreadable as exc:
-            results[action.id] = SendResult(SendOutcome.NOT_SENT, str(exc))
+        if channel.id not in secrets:
+            try:
+                secrets[channel.id] = channel.secret(context.secret_box)
+            except SecretUnreadable as exc:
+                secrets[channel.id] = exc
+        secret = secrets[channel.id]
+        if isinstance(secret, SecretUnreadable):
+            results[action.id] = SendResult(SendOutcome.NOT_SENT, str(secret))
+        else:
+            by_kind.setdefault(channel.kind, []).append(_delivery_with(action, channel, secret))
     send_context = SendContext(now=now, timeout=context.policy.provider_timeout.total_seconds(), session=session)
     for kind, deliveries in by_kind.items():
         for delivery, result in zip(deliveries, provider_for(kind).deliver(deliveries, send_context), strict=True):
@@ -547,11 +971,16 @@ def _miss(session, action_id, code: FailureCode, message: str, now, actor) -> Di
 
 def _delivery(action: ScheduledAction, channel: Channel, context: DispatchContext) -> Delivery:
     """What the provider needs for ``action``, with the channel's secret decrypted (it may raise SecretUnreadable)."""
+    return _delivery_with(action, channel, channel.secret(context.secret_box))
+
+
+def _delivery_with(action, channel: Channel, secret: str | None) -> Delivery:
+    """What the provider needs for ``action``, with the channel's secret already decrypted."""
     return Delivery(
         action_id=action.id, workspace_id=action.workspace_id, channel_id=channel.id, channel_name=channel.name,
         action_type=action.action_type, target_key=action.target_key, payload=action.payload,
         publish_at=action.publish_at, attempt=action.attempt_count, config=dict(channel.config or {}),
-        secret=channel.secret(context.secret_box),
+        secret=secret,
     )
 
 
@@ -570,38 +999,27 @@ def send(action: ScheduledAction, channel: Channel, context: DispatchContext, *,
         delivery = _delivery(action, channel, context)
     except SecretUnreadable as exc:
         return SendResult(SendOutcome.NOT_SENT, str(exc))
+    return _call(provider, delivery, channel, context,
+                 http=http or channel_client(channel.id, context.policy.sends_in_flight))
+
+
+def _call(provider, delivery: Delivery, channel: Channel, context: DispatchContext, *, http) -> SendResult:
+    """The provider's answer for ``delivery``; a provider that raises is an unknown outcome."""
     send_context = SendContext(now=context.clock.now(), timeout=context.policy.provider_timeout.total_seconds(),
-                               http=http or channel_client(channel.id, context.policy.sends_in_flight))
+                               http=http)
     try:
         return provider.send(delivery, send_context)
     except Exception as exc:  # a fault in a provider module: we cannot tell whether it sent
-        log.exception("provider %s raised on action %s", channel.kind, action.id)
+        log.exception("provider %s raised on action %s", channel.kind, delivery.action_id)
         return SendResult(SendOutcome.UNKNOWN, f"the {channel.kind} provider failed unexpectedly: {type(exc).__name__}: {exc}")
 
 
 def record_outcome(
     action: ScheduledAction, channel_kind: str, result: SendResult, context: DispatchContext, actor: Actor
 ) -> DispatchResult:
-    """Step 3: one short write transaction turning the provider's outcome into a move.
-
-    The provider has answered, so the outcome is worth waiting for: a database that refuses the
-    write for a moment (locked past its busy timeout, a connection killed, a server restarting)
-    is tried again until the time a task may take after its provider call is spent, well before
-    recovery would declare the row lost. Only then does it stay submitted, in doubt.
-    """
-    deadline = time.monotonic() + (context.policy.task_timeout - context.policy.provider_timeout).total_seconds()
-    delay = 0.1
-    while True:
-        try:
-            with write_session(context.engine) as session:
-                return _record_in(session, action, channel_kind, result, context.policy, actor, context.clock.now())
-        except OperationalError:
-            if time.monotonic() + delay > deadline:
-                raise
-            log.warning("action %s: the database refused its outcome for now; trying again in %.1f s",
-                        action.id, delay, exc_info=True)
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+    """Step 3: one short write transaction turning the provider's outcome into a move (see :func:`_retrying`)."""
+    return _retrying(lambda session: _record_in(session, action, channel_kind, result, context.policy, actor,
+                                                context.clock.now()), context, f"action {action.id}")
 
 
 def _record_in(session, action: ScheduledAction, channel_kind: str, result: SendResult, policy: Policy,

@@ -33,6 +33,26 @@ def finish_run(run_id: int, *, now: datetime, summary: dict, error: str | None =
         session.execute(update(ClockRun).where(ClockRun.id == run_id).values(finished_at=now, summary=summary, error=error))
 
 
+# A tick's summary key: whether a consumer has taken the marker queued behind the tick's hand-over.
+HAND_OVER_TAKEN = "hand_over_taken"
+
+
+def mark_hand_over_taken(run_id: int, *, engine: Engine | None = None) -> bool:
+    """Record on tick run ``run_id`` that the marker behind its hand-over was taken: its tasks all were.
+
+    False while the tick has not written its summary yet (a fast consumer may take the marker
+    before the tick's last steps end): the caller asks again a moment later.
+    """
+    with write_session(engine) as session:
+        summary = session.scalar(select(ClockRun.summary).where(ClockRun.id == run_id).with_for_update())
+        if summary is None or HAND_OVER_TAKEN not in summary:
+            return session.scalar(select(ClockRun.finished_at).where(ClockRun.id == run_id)) is not None
+        if summary[HAND_OVER_TAKEN] is False:
+            session.execute(update(ClockRun).where(ClockRun.id == run_id).values(
+                summary={**summary, HAND_OVER_TAKEN: True}))
+        return True
+
+
 def run_recorded(kind: str, body: Callable[[int], dict], *, clock: Clock, engine: Engine | None = None) -> dict:
     """Run one pass of the clock job ``kind``: ``body(clock_run_id)`` returns its summary.
 

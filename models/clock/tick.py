@@ -50,7 +50,8 @@ from models.actions import lifecycle
 from models.actions.tables import ActionHold, FailureCode, ScheduledAction, Status, queued_and_due_by
 from models.core.keyset import after as keyset_after
 from models.clock import rollup
-from models.clock.runs import run_recorded
+from models.clock.runs import HAND_OVER_TAKEN, run_recorded
+from models.clock.tables import ClockRun
 from models.core.database import read_session, write_session
 from models.clock.dispatch import DispatchContext, chunks, dispatch_actions, is_late, late_message
 from models.clock.pacing import current_hold_join, forget_stale_holds
@@ -65,7 +66,12 @@ _SWEEP_BATCH = 200
 
 
 class Dispatcher(Protocol):
-    """Where the tick hands rows: a queue (fan-out) or this process (inline)."""
+    """Where the tick hands rows: a queue (fan-out) or this process (inline).
+
+    A queue may also offer ``mark_handed(clock_run_id)``: queue a marker behind the tasks just
+    handed over, which records on the run (:func:`models.clock.runs.mark_hand_over_taken`) when a
+    consumer takes it, that is once every task before it has been taken.
+    """
 
     inline: bool
 
@@ -202,6 +208,24 @@ def due_ahead(session, now: datetime, horizon: datetime) -> Iterable[tuple[int, 
     return [(row.id, max(row.publish_at, row.next_attempt_at or row.publish_at)) for row in rows]
 
 
+def earlier_hand_over(session, clock_run_id: int, now: datetime, policy: Policy
+                      ) -> tuple[tuple[datetime, int], int] | None:
+    """Where to go on from: the cursor of the latest tick whose hand-over's marker a consumer has not taken yet,
+    and that marker's run; None when the queue has caught up (or the marker is older than the recovery timeout)."""
+    last = session.execute(
+        select(ClockRun.summary).where(ClockRun.kind == TICK, ClockRun.id < clock_run_id,
+                                       ClockRun.finished_at.is_not(None), ClockRun.started_at >= now - policy.recovery_timeout)
+        .order_by(ClockRun.started_at.desc(), ClockRun.id.desc()).limit(1)).scalar()
+    if not last or not last.get("handed_through") or not last.get("hand_over_run"):
+        return None
+    marker = session.scalar(select(ClockRun.summary).where(ClockRun.id == last["hand_over_run"],
+                                                          ClockRun.started_at >= now - policy.recovery_timeout))
+    if not marker or marker.get(HAND_OVER_TAKEN, True):
+        return None
+    at, ident = last["handed_through"]
+    return (datetime.fromisoformat(at), int(ident)), int(last["hand_over_run"])
+
+
 def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Dispatcher, engine: Engine | None = None,
               hooks: Hooks | None = None) -> dict:
     """The body of one tick (see the module docstring); returns its summary."""
@@ -216,6 +240,14 @@ def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Di
     outcomes: Counter = Counter()
     due = batches = 0
     cursor = None
+    marker_run = None
+    marks = not dispatcher.inline and hasattr(dispatcher, "mark_handed")
+    if marks:
+        with read_session(engine) as session:
+            earlier = earlier_hand_over(session, clock_run_id, clock.now(), policy)
+        if earlier is not None:
+            cursor, marker_run = earlier
+    resumed_after = cursor
     budget_spent = False
     while True:
         now = clock.now()
@@ -232,6 +264,9 @@ def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Di
         if not dispatcher.inline and time.monotonic() - started >= budget:
             budget_spent = True
             break
+    if marks and due:
+        dispatcher.mark_handed(clock_run_id)
+        marker_run = clock_run_id
     ahead = 0
     if not dispatcher.inline and not budget_spent:
         now = clock.now()
@@ -251,6 +286,11 @@ def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Di
         "batches": batches,
         "budget_spent": budget_spent,
         "mode": "inline" if dispatcher.inline else "queue",
+        # Where this hand-over ended and whose marker says the queue has taken it (see the module docstring).
+        "handed_through": [cursor[0].isoformat(), cursor[1]] if cursor else None,
+        "hand_over_run": marker_run,
+        "resumed_after": [resumed_after[0].isoformat(), resumed_after[1]] if resumed_after else None,
+        **({HAND_OVER_TAKEN: False} if marker_run == clock_run_id else {}),
         "outcomes": dict(sorted(outcomes.items())),
         "backlog": backlog_at_start,
         **rolled,

@@ -29,12 +29,12 @@ class Policy:
     # before the next tick are handed over ahead with an eta, so a longer interval makes
     # ticks rarer, not sends later.
     tick_interval: timedelta = timedelta(minutes=1)
-    tick_batch_size: int = 200
+    tick_batch_size: int = 1000
     tick_budget: timedelta = timedelta(seconds=50)
     # Rows per dispatch task. A chunk shares one look, and its log-provider rows share one
-    # transaction; its rows that call out are sent side by side by the consumer's sending
-    # threads, each claimed just before its own send.
-    dispatch_chunk: int = 50
+    # transaction; its rows that call out are claimed in batches of the consumer's free
+    # sending slots (at most sends_in_flight), each batch just before its requests start.
+    dispatch_chunk: int = 500
     # Sends in flight at once per consumer process (its pool of sending threads): the
     # waits on the network overlap up to this many.
     sends_in_flight: int = 32

@@ -213,6 +213,70 @@ def test_a_consumer_killed_mid_chunk_sends_nothing_twice_and_leaves_only_its_sen
            lost=ROWS - published - lost)
 
 
+class HoldingHook(Hook):
+    """A webhook that holds every request it receives until released: the sends a consumer has in flight
+    stay in flight, and ``held`` says exactly which rows' requests had started."""
+
+    def __init__(self):
+        super().__init__()
+        self.release = threading.Event()
+        self.held: set[int] = set()
+
+    def handle(self, request):
+        with self.lock:
+            self.held.add(json.loads(request.get_data())["id"])
+        self.release.wait(timeout=60)
+        return super().handle(request)
+
+
+def test_a_consumer_killed_in_a_batched_chunk_leaves_in_doubt_exactly_the_rows_whose_request_had_started(
+        app, database_url, tmp_path, backend):
+    """The consumer claims a batch for its free sending slots and starts every claimed row's request at once;
+    the webhook holds them all, so the consumer is killed with its slots full. The rows in doubt are then
+    exactly the ones whose request had reached the webhook: none claimed and not sent, none sent twice."""
+    rows_count = 48
+    queue_url = f"sqlite:///{tmp_path / 'queue.db'}" if backend == "sqlite" else database_url
+    env = env_for(database_url, queue_url, {"provider_timeout": 20, "task_timeout": 25, "recovery_timeout": 30})
+    with open(tmp_path / "consumer.log", "w") as log, HoldingHook() as hook:
+        workspace_id = make_channel(app, "webhook", {"url": hook.url}, HOOK_SECRET)
+        ids = add_due_rows(app, workspace_id, rows_count)
+        consumer = subprocess.Popen(flask("consumer", "--workers", "4", "--no-periodic"), cwd=ROOT, env=env,
+                                    stdout=log, stderr=log)
+        try:
+            wait_until(lambda: len(live_heartbeats(app)) == 1, 60, "the consumer to start")
+            tick = subprocess.run(flask("tick"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+            assert tick.returncode == 0, tick.stderr
+            wait_until(lambda: len(hook.held) >= 32, 60, "the consumer's 32 sending slots to fill")
+            time.sleep(0.5)  # anything more it would claim or send would show now
+            claimed_at_kill, held_at_kill = submitted_ids(app), set(hook.held)
+            consumer.send_signal(signal.SIGKILL)
+            consumer.wait(timeout=10)
+        finally:
+            stop(consumer)
+            hook.release.set()
+        assert claimed_at_kill == held_at_kill and len(held_at_kill) == 32, (len(claimed_at_kill), len(held_at_kill))
+        time.sleep(0.6)
+        short = env_for(database_url, "immediate", {"provider_timeout": 0.1, "task_timeout": 0.2, "recovery_timeout": 0.5})
+        recovery = subprocess.run(flask("recover"), cwd=ROOT, env=short, capture_output=True, text=True, timeout=60)
+        assert recovery.returncode == 0, recovery.stderr
+        rest = subprocess.run(flask("tick"), cwd=ROOT, env=env_for(database_url, "immediate"), capture_output=True,
+                              text=True, timeout=120)
+        assert rest.returncode == 0, rest.stderr
+        time.sleep(0.5)
+        received = dict(hook.received)
+    final = statuses(app)
+    assert final == {("failed", "worker_lost"): 32, ("published", None): rows_count - 32}, final
+    with app.app_context(), read_session() as session:
+        lost = dict(session.execute(select(ScheduledAction.id, ScheduledAction.last_error)
+                                    .where(ScheduledAction.failure_code == "worker_lost")).all())
+    assert set(lost) == held_at_kill
+    assert all(message.startswith("worker lost; outcome unknown") for message in lost.values())
+    assert sorted(received) == ids and set(received.values()) == {1}, "a row was sent twice, or never"
+    record("consumer_sigkill_batched", backend, rows=rows_count, claimed_at_kill=len(claimed_at_kill),
+           requests_started=len(held_at_kill), in_doubt=len(lost),
+           sent_twice=sum(1 for n in received.values() if n > 1))
+
+
 def submitted_ids(app) -> set[int]:
     with app.app_context(), read_session() as session:
         return set(session.scalars(select(ScheduledAction.id).where(ScheduledAction.status == "submitted")))

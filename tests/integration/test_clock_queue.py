@@ -32,7 +32,8 @@ def queue(app):
 def run_queue(app, clock) -> list:
     """Run every queued task, and every scheduled one whose eta has come by ``clock``, as a consumer would.
 
-    Each task's result is its per-outcome counts, e.g. ``{"published": 2}``."""
+    Each dispatch task's result is its per-outcome counts, e.g. ``{"published": 2}``; the markers behind a tick's
+    hand-over run too, without a result of their own in the list."""
     until = clock.now().replace(tzinfo=None)
     results = []
     with app.app_context():
@@ -42,7 +43,9 @@ def run_queue(app, clock) -> list:
             if task.eta is not None and task.eta > until:
                 huey.add_schedule(task)
                 continue
-            results.append(huey.execute(task, timestamp=until))
+            result = huey.execute(task, timestamp=until)
+            if task.name != "hand-over-taken":
+                results.append(result)
     return results
 
 
@@ -51,16 +54,67 @@ def outbox_ids(app) -> list[int]:
         return list(session.scalars(select(OutboxEntry.action_id).order_by(OutboxEntry.id)))
 
 
-def test_a_tick_fans_out_one_dispatch_task_per_chunk_of_due_rows(app, queue, clock):
+def queued_tasks() -> list:
+    return [huey.deserialize_task(data) for data in huey.storage.enqueued_items()]
+
+
+def test_a_tick_fans_out_one_dispatch_task_per_chunk_of_due_rows_and_a_marker_behind_them(app, queue, clock):
     workspace_id = make_channel(app)
     ids = add_actions(app, workspace_id, 5)
     summary = tick(app)
     assert summary["mode"] == "queue" and summary["dispatched"] == 5
-    tasks = [huey.deserialize_task(data) for data in huey.storage.enqueued_items()]
-    assert sorted(tuple(task.args[0]) for task in tasks) == [tuple(ids[0:2]), tuple(ids[2:4]), (ids[4],)]
+    tasks = queued_tasks()
+    dispatches = [task for task in tasks if task.name == "dispatch"]
+    assert sorted(tuple(task.args[0]) for task in dispatches) == [tuple(ids[0:2]), tuple(ids[2:4]), (ids[4],)]
+    assert [(task.name, task.args) for task in tasks if task.name != "dispatch"] == [
+        ("hand-over-taken", (summary["clock_run_id"],))]
     assert all(row(app, i).status == "queued" for i in ids)
     assert run_queue(app, clock) == [{"published": 2}, {"published": 2}, {"published": 1}]
     assert sorted(outbox_ids(app)) == ids
+    assert tick_summary(app, summary["clock_run_id"])["hand_over_taken"] is True
+
+
+def tick_summary(app, run_id: int) -> dict:
+    from models.clock.tables import ClockRun
+
+    with app.app_context(), read_session() as session:
+        return session.scalar(select(ClockRun.summary).where(ClockRun.id == run_id))
+
+
+def test_while_an_earlier_hand_over_waits_in_the_queue_a_tick_goes_on_after_it_and_hands_nothing_over_twice(
+        app, queue, clock):
+    """A backlog (a million rows due at once) outlasts a tick: the next tick hands over only the rows that fell
+    due since, not again the ones whose tasks still wait; once a consumer takes the earlier marker, a tick starts
+    from the first due row again (a row left queued behind the cursor is found)."""
+    workspace_id = make_channel(app)
+    first = add_actions(app, workspace_id, 4)
+    earlier = tick(app)
+    assert earlier["dispatched"] == 4 and earlier["resumed_after"] is None
+    clock.advance(seconds=60)
+    later = add_actions(app, workspace_id, 2, thing_prefix="later")
+    resumed = tick(app)
+    assert resumed["resumed_after"] == earlier["handed_through"] and resumed["dispatched"] == 2
+    handed = [task.args[0] for task in queued_tasks() if task.name == "dispatch"]
+    assert sorted(i for chunk in handed for i in chunk) == sorted(first + later)  # each row in one task only
+    assert run_queue(app, clock) == [{"published": 2}, {"published": 2}, {"published": 2}]
+    # The queue has caught up: the next tick starts from the first due row again.
+    (left,) = add_actions(app, workspace_id, 1, due_in=-timedelta(minutes=5), thing_prefix="left")
+    clock.advance(seconds=60)
+    again = tick(app)
+    assert again["resumed_after"] is None and again["dispatched"] == 1
+    assert [task.args[0] for task in queued_tasks() if task.name == "dispatch"] == [[left]]
+
+
+def test_rows_due_within_a_quarter_second_share_a_task_whose_eta_ends_it(app, queue, clock):
+    workspace_id = make_channel(app)
+    close = add_actions(app, workspace_id, 3, due_in=timedelta(seconds=30, milliseconds=10),
+                        spacing=timedelta(milliseconds=60), thing_prefix="close")
+    (apart,) = add_actions(app, workspace_id, 1, due_in=timedelta(seconds=30, milliseconds=300), thing_prefix="apart")
+    assert tick(app)["scheduled_ahead"] == 4
+    at = (clock.now() + timedelta(seconds=30)).replace(tzinfo=None)
+    assert sorted((task.eta, task.args[0]) for task in queued_tasks()) == [
+        (at + timedelta(milliseconds=250), close[:2]), (at + timedelta(milliseconds=250), close[2:]),  # chunks of 2
+        (at + timedelta(milliseconds=500), [apart])]
 
 
 def test_rows_due_at_the_same_instant_share_a_task_with_that_eta(app, queue, clock):
@@ -131,7 +185,9 @@ def test_a_quick_retry_goes_back_on_the_queue_with_its_eta(app, queue, clock, ht
     assert run_queue(app, clock) == [{"reverted:retry_later": 1}]
     retry_at = row(app, action_id).next_attempt_at
     assert huey.scheduled_count() == 1
-    clock.set(retry_at)
+    from jobs.tasks import ETA_GRAIN_US
+
+    clock.set(retry_at + timedelta(microseconds=ETA_GRAIN_US))  # its eta: the end of its quarter second
     assert run_queue(app, clock) == [{"published": 1}]
 
 

@@ -13,6 +13,7 @@ from models.core.database import read_session, write_session
 from models.clock.dispatch import DispatchContext, dispatch_actions
 from models.core.moves import Actor
 from models.channels.outbox import OutboxEntry
+from models.channels.tables import ChannelThrottle
 from tests.integration.clock_helpers import add_actions, events, make_channel, publish_a_legacy_sibling_of, row, rows
 from models.core.runtime import runtime
 
@@ -264,3 +265,105 @@ def test_a_chunk_skips_rows_another_transaction_holds_instead_of_waiting_on_them
     results = done[0]
     assert [r.label for r in results] == ["published", "skipped:busy", "published"]
     assert row(app, ids[1]).status == "queued" and outbox_ids(app) == [ids[0], ids[2]]
+
+
+# -- batched claims of rows that call out -----------------------------------------------------
+
+
+def _pooled(size: int, **changes):
+    """The app's dispatch context with a pool of ``size`` sending threads and as many slots."""
+    from concurrent.futures import ThreadPoolExecutor
+    from dataclasses import replace
+
+    from models.clock.dispatch import SendSlots
+    from models.core.database import db
+
+    pool = ThreadPoolExecutor(size)
+    return pool, replace(DispatchContext.of(runtime(), engine=db.engine, pool=pool, slots=SendSlots(size)), **changes)
+
+
+def test_a_batched_claim_never_claims_a_row_whose_channel_has_no_room_or_whose_check_says_stop(
+        app, clock, threaded_httpserver):
+    """One chunk, claimed in one batch on a pool of eight: a row a pre-send check stops is cancelled, a paused
+    channel's rows and a rate-limited channel's rows beyond its next slot are held; none of them is claimed
+    or sent, and the batch's other rows were claimed together before the first request arrived."""
+    from models.channels.tables import Channel
+    from models.core.hooks import Hooks, Stop
+
+    httpserver = threaded_httpserver
+    seen = []
+
+    def answer(request):
+        from werkzeug import Response
+
+        seen.append({i: r.status for i, r in rows(app, plain + paused + limited).items()})
+        return Response('{"id": "ok"}', status=200, content_type="application/json")
+
+    httpserver.expect_request("/hook").respond_with_handler(answer)
+    url = {"url": httpserver.url_for("/hook")}
+    workspace_id = make_channel(app, "webhook", url)
+    make_channel(app, "webhook", url, name="paused")
+    make_channel(app, "webhook", {**url, "rate": "1/s"}, name="limited")
+    plain = add_actions(app, workspace_id, 4, thing_prefix="plain")
+    paused = add_actions(app, workspace_id, 2, channel="paused", thing_prefix="paused")
+    limited = add_actions(app, workspace_id, 4, channel="limited", thing_prefix="limited")
+    stopped = plain[1]
+    with app.app_context(), write_session() as session:
+        paused_id = session.scalar(select(Channel.id).where(Channel.name == "paused"))
+        session.add(ChannelThrottle(channel_id=paused_id, paused_until=clock.now() + timedelta(minutes=5),
+                                    pause_reason="429", updated_at=clock.now()))
+    hooks = Hooks()
+    hooks.add_pre_send_check("person", lambda session, batch, now: {
+        row.id: Stop("not sent: the test withdrew it", cancel_kind="orphaned") for row in batch if row.id == stopped})
+    with app.app_context():
+        pool, context = _pooled(8, hooks=hooks, sleep=lambda seconds: None)
+        with pool:
+            results = {r.action_id: r.label for r in dispatch_actions(plain + paused + limited, context)}
+    sent = [i for i in plain if i != stopped] + limited[:2]
+    assert results == {**{i: "published" for i in sent}, stopped: "stopped:orphaned",
+                       **{i: "held:paused" for i in paused}, **{i: "held:rate" for i in limited[2:]}}
+    assert len(httpserver.log) == len(sent)
+    assert claims_of(app, plain + paused + limited) == len(sent)
+    assert claims_of(app, [stopped] + paused + limited[2:]) == 0
+    after = rows(app, plain + paused + limited)
+    assert after[stopped].status == "cancelled"
+    assert all(after[i].status == "queued" and after[i].attempt_count == 0 for i in paused + limited[2:])
+    # Batched: when the first request arrived, every row sent had been claimed already.
+    assert {i for i, status in seen[0].items() if status == "submitted"} == set(sent)
+    assert len({after[i].claim_token for i in sent}) == len(sent)  # each row its own token
+
+
+def test_a_claimed_row_whose_request_starts_late_is_re_checked_and_not_sent_once_declared_lost(
+        app, clock, threaded_httpserver):
+    """A rate-limited row waits for its slot after its claim; recovery declares it lost meanwhile: its token is
+    read again before the request, so it is never sent, and recovery's verdict stands."""
+    from dataclasses import replace
+
+    from models.actions.tables import FailureCode
+    from models.clock.dispatch import recheck_after
+
+    httpserver = threaded_httpserver
+    httpserver.expect_request("/hook").respond_with_json({"id": "ok"})
+    workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook"), "rate": "1/s"})
+    first, late = add_actions(app, workspace_id, 2)
+
+    def declared_lost_while_waiting(seconds: float):  # in a sending thread: no app context, the engine given
+        with write_session(engine) as session:
+            assert lifecycle.fail(session, late, code=FailureCode.WORKER_LOST, message="worker lost; outcome unknown",
+                                  now=clock.now(), actor=JOB, submitted_before=clock.now() + timedelta(hours=1)).ok
+        import time
+
+        time.sleep(recheck_after(policy) + 0.05)
+
+    with app.app_context():
+        from models.core.database import db
+
+        engine = db.engine
+        policy = replace(runtime().policy, provider_timeout=timedelta(seconds=0.5), task_timeout=timedelta(seconds=1),
+                         recovery_timeout=timedelta(seconds=2))
+        pool, context = _pooled(4, policy=policy, sleep=declared_lost_while_waiting)
+        with pool:
+            results = {r.action_id: r.label for r in dispatch_actions([first, late], context)}
+    assert results == {first: "published", late: "skipped:claim_lost:not_sent"}
+    assert len(httpserver.log) == 1 and '"id":%d' % first in httpserver.log[0][0].get_data(as_text=True)
+    assert row(app, late).status == "failed" and row(app, late).failure_code == "worker_lost"
