@@ -144,11 +144,16 @@ def fetch_assets(static_dir: Path | None = None, registry: str = DEFAULT_REGISTR
 
 
 def _registry_client(registry: str):
-    """A client on the egress policy, with the registry the operator chose allowed for this fetch only."""
+    """A client on the egress policy, with the registry allowed by name for this fetch only.
+
+    The registry is the operator's own choice (the default or ``--registry``), and every file it
+    gives is checked against its pinned sha512, so its name is trusted whatever it resolves to: a
+    build machine's mirror often answers for registry.npmjs.org from a reserved range.
+    """
     from models.core.egress import egress_client
     from models.core.errors import ConfigurationError
 
-    chosen = [] if registry == DEFAULT_REGISTRY else [urlsplit(registry).hostname or ""]
+    chosen = [urlsplit(registry).hostname or ""]
     try:
         return egress_client(allow=chosen, timeout=FETCH_TIMEOUT_SECONDS, follow_redirects=True)
     except ConfigurationError as exc:

@@ -186,3 +186,15 @@ def test_the_pinned_list_names_each_file_its_place_and_its_sha512():
 def test_a_wheel_build_is_refused_while_an_asset_is_missing(pinned_here):
     with pytest.raises(SystemExit, match="refusing to build a wheel without its static assets: htmx 9.9.9 is missing"):
         assets.check_for_wheel(pinned_here)
+
+
+def test_the_default_registry_is_allowed_by_name_even_where_it_resolves_to_a_reserved_address(
+        pinned_here, httpserver, egress_allow, monkeypatch):
+    """A build machine's mirror may answer for registry.npmjs.org from a reserved range; the fetch
+    trusts the registry's name (every file is checked by sha512), and nothing else."""
+    egress_allow("")  # no exception for loopback: only the registry's own name lets this through
+    default = f"http://localhost:{httpserver.port}"
+    monkeypatch.setattr(assets, "DEFAULT_REGISTRY", default)
+    serve(httpserver, TARBALL)
+    assert "fetched and checked" in assets.fetch_assets(pinned_here, registry=default)[0]
+    assert (pinned_here / "vendor" / "htmx-9.9.9.min.js").read_bytes() == SCRIPT
