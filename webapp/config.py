@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from models.core.egress import parse_allow
 from models.core.errors import ConfigurationError
+from models.core.files import make_private_dir
 from models.core.policy import Policy
 
 
@@ -18,7 +19,7 @@ def _secret_key(instance_path: Path) -> str:
         return from_env
     key_file = instance_path / "secret_key"
     if not key_file.exists():
-        instance_path.mkdir(parents=True, exist_ok=True)
+        make_private_dir(instance_path)
         fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:
             handle.write(secrets.token_urlsafe(48))
@@ -72,6 +73,7 @@ def default_settings(instance_path: str) -> dict:
 def finish_settings(config: dict, instance_path: str) -> None:
     if not config.get("SECRET_KEY"):
         config["SECRET_KEY"] = _secret_key(Path(instance_path))
+    check_secret_key(config["SECRET_KEY"])
     check_base_url(config.get("TICKWORK_BASE_URL"))
     parse_allow(config.get("TICKWORK_EGRESS_ALLOW"))  # a bad entry stops the start, naming it
     for name in RETENTION_DAYS:
@@ -87,7 +89,7 @@ def finish_settings(config: dict, instance_path: str) -> None:
         options.setdefault("pool_pre_ping", True)
         config["SQLALCHEMY_ENGINE_OPTIONS"] = options
     if uri.startswith("sqlite:///"):
-        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(Path(uri.removeprefix("sqlite:///")).parent)
 
 
 RETENTION_DAYS = ("TICKWORK_RETENTION_DAYS", "TICKWORK_CLOCK_RUN_RETENTION_DAYS", "TICKWORK_OUTBOX_RETENTION_DAYS",
@@ -126,6 +128,19 @@ def check_database_url(uri: str) -> None:
     if not uri.startswith(("sqlite://", "postgresql://", "postgres://", "postgresql+psycopg://")):
         raise ConfigurationError(f"TICKWORK_DATABASE_URL {uri.split('://', 1)[0]}://...: expected sqlite:///path "
                                  "or postgresql://user@host/database")
+
+
+MIN_SECRET_BYTES = 32
+
+
+def check_secret_key(key) -> None:
+    """TICKWORK_SECRET_KEY signs sessions and seals channel secrets: at least 32 bytes of it."""
+    length = len(key.encode() if isinstance(key, str) else bytes(key))
+    if length < MIN_SECRET_BYTES:
+        raise ConfigurationError(
+            f"TICKWORK_SECRET_KEY is {length} byte{'' if length == 1 else 's'} long; it must be at least "
+            f"{MIN_SECRET_BYTES} (make one with: python -c \"import secrets; print(secrets.token_urlsafe(48))\"), "
+            "or leave it unset to have one generated into the instance folder")
 
 
 def check_base_url(url: str | None) -> None:

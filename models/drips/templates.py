@@ -2,7 +2,10 @@
 
 What a marketer writes runs in Jinja's immutable sandbox (no attribute of Python's insides,
 no writes) with ``StrictUndefined``: a missing attribute is an error, never an empty string
-in somebody's inbox. A render error fails the send for good before any provider call, as
+in somebody's inbox. The sandbox has a budget (:mod:`models.core.sandbox`: characters and CPU
+time, compiling included): a template over it is refused when saved (it is tried on a sample
+contact, missing attributes allowed), at preview, and, should one slip past on a branch the
+sample never took, at send time as "template: over its rendering budget: ...". A render error fails the send for good before any provider call, as
 "template: missing attribute 'plan'". What was rendered is what goes into the attempt's
 payload, so what was sent is what is stored.
 
@@ -20,17 +23,20 @@ What a template sees:
 import re
 from functools import lru_cache
 
-from jinja2 import StrictUndefined, TemplateError, TemplateSyntaxError, UndefinedError
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2 import ChainableUndefined, StrictUndefined, TemplateError, TemplateSyntaxError, UndefinedError
+from jinja2.sandbox import SecurityError
 
 from models.core.errors import InvalidInput
+from models.core.sandbox import BudgetedSandbox, OverBudget
 
 MAX_TEMPLATE = 20_000
 MAX_RENDERED = 100_000
 SAMPLE_CONTACT = {"name": "Ada Lovelace", "email": "ada@example.com", "phone": "+15555550123", "timezone": None,
                   "attributes": {}}
 
-_ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+_ENV = BudgetedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+# What a template is tried with when saved: any attribute may be missing, only the budget counts.
+_TRIAL_ENV = BudgetedSandbox(undefined=ChainableUndefined, autoescape=False, keep_trailing_newline=True)
 _MISSING = (re.compile(r"has no attribute '([^']+)'"), re.compile(r"'([^']+)' is undefined"),
             re.compile(r"no element '?([^']+?)'?$"))
 
@@ -38,14 +44,33 @@ _MISSING = (re.compile(r"has no attribute '([^']+)'"), re.compile(r"'([^']+)' is
 class TemplateProblem(Exception):
     """A template that does not render for this contact; ``message`` starts with "template:"."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, *, over_budget: bool = False):
         super().__init__(message)
         self.message = message
+        self.over_budget = over_budget
 
 
 @lru_cache(maxsize=1024)
 def _compiled(source: str):
     return _ENV.from_string(source)
+
+
+@lru_cache(maxsize=256)
+def _trial_compiled(source: str):
+    return _TRIAL_ENV.from_string(source)
+
+
+def _tried_on_a_sample(source: str, field: str) -> None:
+    """Refuse ``source`` when rendering it for the sample contact goes over the budget."""
+    context = template_context(SAMPLE_CONTACT, campaign_name="Your campaign", step_number=1,
+                               unsubscribe_url="https://tickwork.example/unsubscribe/1/sample")
+    try:
+        _TRIAL_ENV.render(_trial_compiled(source), context)
+    except OverBudget as exc:
+        raise InvalidInput(f"{field} is over the rendering budget: {exc.message}", field=field,
+                           code="over_budget") from None
+    except Exception:  # noqa: S110 (anything else depends on the contact; the send reports it)
+        pass
 
 
 def check_template(source, field: str, *, required: bool = True) -> str | None:
@@ -67,6 +92,10 @@ def check_template(source, field: str, *, required: bool = True) -> str | None:
     except TemplateSyntaxError as exc:
         raise InvalidInput(f"{field} is not a valid template: {exc.message} (line {exc.lineno})", field=field,
                            code="bad_template") from None
+    except RecursionError:
+        raise InvalidInput(f"{field} is not a valid template: it nests too deeply", field=field,
+                           code="bad_template") from None
+    _tried_on_a_sample(source, field)
     return source
 
 
@@ -81,7 +110,9 @@ def _missing_name(message: str) -> str | None:
 def render(source: str, context: dict) -> str:
     """``source`` rendered with ``context``; :class:`TemplateProblem` for anything that goes wrong."""
     try:
-        text = _compiled(source).render(context)
+        text = _ENV.render(_compiled(source), context)
+    except OverBudget as exc:
+        raise TemplateProblem(f"template: over its rendering budget: {exc.message}", over_budget=True) from None
     except UndefinedError as exc:
         name = _missing_name(str(exc))
         raise TemplateProblem(f"template: missing attribute {name!r}" if name else f"template: {exc}") from None

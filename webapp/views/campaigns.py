@@ -287,6 +287,7 @@ def preview():
                                step_number=int(step) + 1 if step.isdecimal() and len(step) < 4 else 1,
                                unsubscribe_url=(base_url() or "https://tickwork.example") + "/unsubscribe/…")
     result = {"subject": None, "body": None, "error": None}
+    status = 200
     try:
         for part in ("subject", "body"):
             source = request.form.get(f"step-{step}-{part}", request.form.get(part)) or ""
@@ -295,9 +296,12 @@ def preview():
                 result[part] = render(source, context)
     except (InvalidInput, TemplateProblem) as problem:
         result["error"] = problem.message
+        # Over the rendering budget is refused outright; any other mistake is the template's to show.
+        if getattr(problem, "over_budget", False) or getattr(problem, "code", None) == "over_budget":
+            status = 422
     if not is_htmx():
         return redirect(url_for("campaigns.index"))
-    return render_template("drips/_preview.html", result=result, v=v)
+    return render_template("drips/_preview.html", result=result, v=v), status
 
 
 @bp.post("/campaigns/<int:campaign_id>/enrollments")
