@@ -276,12 +276,29 @@ def check_takes_enrollments(campaign: Campaign) -> None:
         raise _conflict_state("campaign", campaign.id, campaign.status, what)
 
 
-def check_enrollable(campaign: Campaign, contact: Contact) -> None:
-    """Refuse (409) a campaign that takes no enrollments, or a contact who may not be sent to."""
+def check_enrollable(campaign: Campaign, contact: Contact, reaches: frozenset[str] | None = None) -> None:
+    """Refuse (409) a campaign that takes no enrollments, or a contact who may not be sent to; and
+    (422 ``no_address_for_channel``) a contact with none of the addresses ``reaches`` names."""
     check_takes_enrollments(campaign)
     if contact.status != ContactStatus.SUBSCRIBED.value:
         raise Conflict(f"contact #{contact.id} is {contact.status}; they are never sent to again",
                        code=contact.status, field="contact_id")
+    if reaches is not None and not contact_reached(reaches, email=contact.email, phone=contact.phone):
+        raise InvalidInput(f"contact #{contact.id} has no {' or '.join(sorted(reaches))}, which every step of "
+                           f"campaign #{campaign.id} sends to", field="contact_id", code="no_address_for_channel")
+
+
+def campaign_reaches(session: Session, campaign: Campaign, steps: list) -> frozenset[str]:
+    """The addresses (``email``, ``phone``) the campaign's steps deliver to, through each step's channel
+    (else the campaign's)."""
+    channel_ids = {step.channel_id or campaign.channel_id for step in steps} or {campaign.channel_id}
+    channels = session.scalars(select(Channel).where(Channel.id.in_(channel_ids)))
+    return frozenset(address_kind(channel) for channel in channels)
+
+
+def contact_reached(reaches: frozenset[str], *, email: str | None, phone: str | None) -> bool:
+    """Whether a contact with these addresses can be sent at least one of the campaign's steps."""
+    return bool(("email" in reaches and email) or ("phone" in reaches and phone))
 
 
 def insert_enrollment(session: Session, campaign: Campaign, version: CampaignVersion, steps: list[Step],
@@ -313,9 +330,9 @@ def enroll(session: Session, workspace_id: int, campaign_id: int, contact_id, *,
     # lands wholly before this enrollment (and refuses it) or after (and ends it).
     campaign = get_campaign(session, workspace_id, campaign_id, share=True)
     contact = get_contact(session, workspace_id, contact_id, share=True)
-    check_enrollable(campaign, contact)
     version = current_version(session, campaign.id)
     steps = version_steps(session, version.id)
+    check_enrollable(campaign, contact, campaign_reaches(session, campaign, steps))
     zone = session.scalar(select(Workspace.timezone).where(Workspace.id == workspace_id))
     enrollment = insert_enrollment(session, campaign, version, steps, contact, zone, actor=actor, now=now,
                                    reason="enrolled")

@@ -215,7 +215,7 @@ def test_csv_the_dry_runs_report_matches_the_commit_line_for_line(app, world, cl
     assert dry.status_code == 200, dry.json
     fates = [(line["line"], line["fate"]) for line in dry.json["lines"]]
     assert fates == [(2, "enroll"), (3, "already_enrolled"), (4, "unsubscribed"), (5, "invalid_email"),
-                     (6, "enroll"), (7, "invalid_phone"), (8, "unknown_zone"), (9, "duplicate_in_file"),
+                     (6, "no_address_for_channel"), (7, "invalid_phone"), (8, "unknown_zone"), (9, "duplicate_in_file"),
                      (10, "enroll"), (11, "no_address")]
     assert len(enrollments(app, campaign_id)) == 1  # a dry run enrolls nobody
     # Between the dry run and the commit, one accepted contact unsubscribes.
@@ -223,25 +223,53 @@ def test_csv_the_dry_runs_report_matches_the_commit_line_for_line(app, world, cl
     committed = client.post(f"/api/v1/campaigns/{campaign_id}/imports/{dry.json['import_id']}/commit",
                             headers=marketer)
     assert committed.status_code == 200, committed.json
-    assert committed.json["enrolled"] == 2
+    assert committed.json["enrolled"] == 1
     assert committed.json["changed"] == [{"line": 10, "was": "enroll", "now": "unsubscribed",
                                           "message": f"contact #{later} is unsubscribed"}]
     with app.app_context(), read_session() as session:
         new = session.scalar(select(Contact).where(Contact.email == "new@example.com"))
-        phone_only = session.scalar(select(Contact).where(Contact.phone == "+15550100000"))
+        assert session.scalar(select(Contact).where(Contact.phone == "+15550100000")) is None
         assert (new.name, new.timezone, new.attributes) == ("New Person", "Europe/Paris", {"plan": "pro"})
     enrolled = {e.contact_id for e in enrollments(app, campaign_id) if e.status == "active"}
-    assert enrolled == {taken, new.id, phone_only.id}
+    assert enrolled == {taken, new.id}
     again = client.post(f"/api/v1/campaigns/{campaign_id}/imports/{dry.json['import_id']}/commit", headers=marketer)
     assert again.status_code == 200 and again.json == committed.json  # a commit runs once
     other = client.post(f"/api/v1/campaigns/{campaign_id}/imports/{'0' * 32}/commit", headers=marketer)
     assert other.status_code == 404 and other.json["error"]["field"] == "import_id"
-    # A commit only enrolls; the clock mints: the new email contact's first step; the phone-only one's
-    # first step is skipped (the log channel delivers to an email), and it waits for its second.
+    # A commit only enrolls; the clock mints the new email contact's first step.
     summary = advance(app)
-    assert (summary["minted"], summary["settled_skipped"]) == (1, 1)
+    assert summary["minted"] == 1 and not summary.get("settled_skipped")
     steps = {e.contact_id: e.current_step for e in enrollments(app, campaign_id) if e.status == "active"}
-    assert steps == {taken: 0, new.id: 0, phone_only.id: 1}
+    assert steps == {taken: 0, new.id: 0}
+
+
+def test_an_sms_campaign_refuses_a_csv_contact_with_only_an_email_as_no_address_for_channel(app, world, client):
+    from models.channels.tables import Channel
+    from models.core.database import write_session
+    from models.core.runtime import runtime
+
+    with app.app_context(), write_session() as session:
+        session.add(Channel(workspace_id=world.workspace_id, name="sms", kind="log", config={"address": "phone"},
+                            created_at=runtime().now()))
+    marketer = world.auth("marketer")
+    campaign_id = _active_campaign(client, world, channel="sms")
+    known = client.post("/api/v1/contacts", headers=marketer, json={"email": "known@example.com"}).json["id"]
+    csv = ("email,phone\n"
+           "only@example.com,\n"
+           "known@example.com,\n"
+           ",+15550100001\n").encode()
+    dry = client.post(f"/api/v1/campaigns/{campaign_id}/enrollments.csv?dry_run=1", headers=marketer, data=csv,
+                      content_type="text/csv")
+    assert dry.status_code == 200, dry.json
+    assert [(line["line"], line["fate"]) for line in dry.json["lines"]] == [
+        (2, "no_address_for_channel"), (3, "no_address_for_channel"), (4, "enroll")]
+    assert "phone" in dry.json["lines"][0]["message"]
+    committed = client.post(f"/api/v1/campaigns/{campaign_id}/imports/{dry.json['import_id']}/commit",
+                            headers=marketer)
+    assert committed.json["enrolled"] == 1
+    one = client.post(f"/api/v1/campaigns/{campaign_id}/enrollments", headers=marketer, json={"contact_id": known})
+    assert one.status_code == 422 and one.json["error"]["code"] == "no_address_for_channel"
+    assert {e.contact_id for e in enrollments(app, campaign_id)} == {known + 1}
 
 
 MALFORMED = {
