@@ -49,6 +49,7 @@ from models.drips.checks import (
 from models.drips.reading import current_version, get_campaign, get_contact, get_enrollment, version_steps
 from models.drips.schedule import contact_zone, plan_step, window_of
 from models.drips.sending import SendingContext, Sent, cancel_queued_attempts, mint_due
+from models.drips.templates import check_template_fields, template_references
 from models.drips.tables import (
     Campaign,
     CampaignStatus,
@@ -192,7 +193,42 @@ def update_campaign(session: Session, workspace_id: int, campaign_id: int, *, ch
     campaign.updated_at = now
     session.flush()
     retimed = retime_waiting(session, campaign_id=campaign.id, now=now) if retime else 0
+    if "steps" in changes:
+        note = " ".join(([note] if note else []) + attribute_warnings(session, campaign.id, specs)) or None
     return DripChange(campaign, note=note, counts={"retimed": retimed})
+
+
+def attribute_warnings(session: Session, campaign_id: int | None, specs) -> list[str]:
+    """For each step template using ``attributes.X`` without ``default``: how many contacts enrolled in
+    the campaign now lack X (they would leave at that step as ``send_failed``). Nothing is refused."""
+    needed: dict[str, list[str]] = {}
+    for index, spec in enumerate(specs):
+        for part in ("subject", "body"):
+            source = getattr(spec, part)
+            for name in template_references(source).attributes if source else ():
+                needed.setdefault(name, []).append(f"step {index + 1}'s {part}")
+    if not needed or campaign_id is None:
+        return []
+    held = list(session.scalars(select(Contact.attributes).join(Enrollment, Enrollment.contact_id == Contact.id).where(
+        Enrollment.campaign_id == campaign_id, Enrollment.status == EnrollmentStatus.ACTIVE.value)))
+    warnings = []
+    for name, places in needed.items():
+        lacking = sum(1 for attributes in held if (attributes or {}).get(name) in (None, ""))
+        if lacking:
+            warnings.append(f"{' and '.join(places)} use attributes.{name}, which {lacking} of the {len(held)} "
+                            f"enrolled contacts lack: they would leave at that step. Write "
+                            f"{{{{ attributes.{name} | default('…') }}}} to send them something instead.")
+    return warnings
+
+
+def _check_saved_templates(session: Session, campaign: Campaign) -> None:
+    """A campaign saved before its templates were read for unknown names is checked again at activation."""
+    version = current_version(session, campaign.id)
+    for index, step in enumerate(version_steps(session, version.id)):
+        for part in ("subject", "body"):
+            source = getattr(step, part)
+            if source:
+                check_template_fields(source, f"steps[{index}].{part}")
 
 
 def _email_steps_need_base_url(session: Session, campaign: Campaign, base_url: str | None) -> None:
@@ -215,6 +251,7 @@ def activate_campaign(session: Session, workspace_id: int, campaign_id: int, *, 
         return DripChange(campaign)
     if campaign.status == CampaignStatus.ARCHIVED.value:
         raise _conflict_state("campaign", campaign.id, campaign.status, "it cannot be activated again")
+    _check_saved_templates(session, campaign)
     _email_steps_need_base_url(session, campaign, base_url)
     move = campaign_moves.activate if campaign.status == CampaignStatus.DRAFT.value else campaign_moves.resume
     outcome = move(session, campaign, now=now, actor=actor)
