@@ -214,3 +214,22 @@ def test_the_reconciler_row_of_a_post_cannot_be_rescheduled_alone(client, world)
     answer = client.post(f"/api/v1/actions/{row['id']}/reschedule", headers=world.auth(),
                          json={"local_time": "2026-06-02T09:00"})
     assert answer.status_code == 409 and answer.json["error"]["code"] == "follows_post"
+    assert f"follows post #{post['id']};" in answer.json["error"]["message"]
+    assert answer.json["error"]["post_id"] == post["id"]
+
+
+def test_a_past_local_time_is_refused_naming_local_time_and_both_times_is_not_called_missing(client, world):
+    base = {"action_type": "send_email", "channel": "main", "target_key": "a@example.test", "payload": {}}
+    past = client.post("/api/v1/actions", headers=world.auth(), json={**base, "local_time": "2026-05-01T09:00"})
+    assert past.status_code == 422
+    assert (past.json["error"]["field"], past.json["error"]["code"]) == ("local_time", "in_the_past")
+    assert past.json["error"]["message"].startswith("local_time ")
+    both = client.post("/api/v1/actions", headers=world.auth(),
+                       json={**base, "local_time": "2026-06-02T09:00", "publish_at": "2026-06-02T13:00:00Z"})
+    assert both.status_code == 422 and both.json["error"]["code"] == "both_given"
+    neither = client.post("/api/v1/actions", headers=world.auth(), json=base)
+    assert neither.status_code == 422 and neither.json["error"]["code"] == "missing"
+    made = client.post("/api/v1/actions", headers=world.auth(), json={**base, "local_time": "2026-06-02T09:00"})
+    moved = client.post(f"/api/v1/actions/{made.json['id']}/reschedule", headers=world.auth(),
+                        json={"local_time": "2026-05-01T09:00"})
+    assert moved.status_code == 422 and moved.json["error"]["field"] == "local_time"
