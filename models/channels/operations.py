@@ -18,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from models.channels.action_types import ACTION_TYPES, SENDS_SETTING, sends_setting
 from models.channels.limits import validate_limits
 from models.channels.providers import PROVIDERS
 from models.channels.tables import CHANNEL_NAME, Channel, ChannelEvent, ChannelKind
@@ -55,6 +56,9 @@ def validate_channel(name, kind, config) -> None:
     if kind in URL_KINDS and "url" in config:
         check_url(config["url"], field="url")  # the egress policy, at save time: the scheme, the address
     validate_limits(kind.value, config)
+    if SENDS_SETTING in config and not sends_setting(config[SENDS_SETTING]):
+        raise InvalidInput(f"sends lists the action types this channel sends: {', '.join(ACTION_TYPES)}.",
+                           field="settings", code="bad_setting")
     # A provider that reads settings beyond these checks them itself (smtp: port, security, ca_file, tls_verify).
     check_settings = getattr(PROVIDERS.get(kind.value), "validate_config", None)
     if check_settings is not None:

@@ -238,7 +238,7 @@ def auto_pause_if_due(session: Session, schedule: WorkSchedule, work: Work, *, e
     if schedule.status != ScheduleStatus.ACTIVE.value or schedule.failure_count < schedule.max_failure_before_pause:
         return False, []
     reason = (f"paused after {schedule.failure_count} consecutive failures "
-              f"(maxFailureBeforePause {schedule.max_failure_before_pause}); last error: {error}")
+              f"(the schedule pauses at {schedule.max_failure_before_pause} in a row); last error: {error}")
     paused = lifecycle.pause(session, schedule, now=now, actor=actor, reason=reason[:2000])
     if not paused.ok:
         return False, []

@@ -290,6 +290,7 @@ def test_fr9_ac5_auto_pause_kicks_in_after_max_failure_before_pause_consecutive_
         statuses.append((schedule.failure_count, schedule.status))
     assert statuses == [(1, "active"), (2, "active"), (3, "paused")]
     assert "3 consecutive failures" in schedule_row(app, work_id).paused_reason
+    assert "maxFailureBeforePause" not in schedule_row(app, work_id).paused_reason  # words, not the API's field
     with app.app_context(), read_session() as session:
         (notification,) = session.scalars(select(Notification))
         (send,) = session.scalars(select(ScheduledAction).where(ScheduledAction.origin == "system"))

@@ -10,7 +10,7 @@ from models.accounts.tables import Role
 from models.channels.tables import Channel
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput
-from models.posts.tables import ACTION_TYPE, post_id_of
+from models.posts.tables import ACTION_TYPE, PostStatus, post_id_of
 from models.posts.operations import approve_post, archive_post, create_post, post_now, unapprove_post, update_post
 from models.posts.reading import delivery_of, get_post, post_rows, post_targets
 from models.core.time_input import parse_clock, parse_day, resolve_typed
@@ -196,9 +196,16 @@ def archive(post_id: int):
 @bp.post("/posts/<int:post_id>/post-now")
 @require_role(Role.MARKETER)
 def send_now(post_id: int):
-    """Send every target (or one) now."""
+    """Send every target (or one) now; a draft is approved first, since the composer offers it to
+    people who may approve (a draft sent behind its own back would still look like one)."""
     channel = (request.form.get("channel") or "").strip() or None
-    return _transition(post_id, post_now, "Sending now", channel=channel)
+    return _transition(post_id, _approve_and_post_now, "Sending now", channel=channel)
+
+
+def _approve_and_post_now(session, workspace_id: int, post_id: int, *, actor, now, policy, channel=None):
+    if get_post(session, workspace_id, post_id, lock=True).status == PostStatus.DRAFT.value:
+        approve_post(session, workspace_id, post_id, actor=actor, now=now, policy=policy)
+    return post_now(session, workspace_id, post_id, channel=channel, actor=actor, now=now, policy=policy)
 
 
 
