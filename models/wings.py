@@ -8,6 +8,7 @@ builds its hooks with :func:`install_hooks`. A new wing adds its tables module a
 
 from models.accounts import idempotency, tables as accounts_tables  # noqa: F401
 from models.actions import archived_keys, tables as actions_tables  # noqa: F401
+from models.alerts import tables as alerts_tables  # noqa: F401
 from models.channels import outbox, tables as channels_tables  # noqa: F401
 from models.clock import tables as clock_tables  # noqa: F401
 from models.core.base import Base

@@ -6,6 +6,7 @@ import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from models.alerts.operator import direct_destinations as alert_destinations, rule_settings as alert_rule_settings
 from models.core.egress import parse_allow
 from models.core.errors import ConfigurationError
 from models.core.files import make_private_dir
@@ -67,6 +68,8 @@ def default_settings(instance_path: str) -> dict:
         "TICKWORK_BASE_URL": os.environ.get("TICKWORK_BASE_URL") or None,
         # Exceptions to the egress policy (models/core/egress.py): CIDRs and host names, comma-separated.
         "TICKWORK_EGRESS_ALLOW": os.environ.get("TICKWORK_EGRESS_ALLOW") or "",
+        # Alerts (models/alerts/operator.py): the instance rules' settings, and where instance alerts go directly.
+        **{name: os.environ.get(name) or None for name in ALERT_SETTINGS},
     }
 
 
@@ -76,6 +79,8 @@ def finish_settings(config: dict, instance_path: str) -> None:
     check_secret_key(config["SECRET_KEY"])
     check_base_url(config.get("TICKWORK_BASE_URL"))
     parse_allow(config.get("TICKWORK_EGRESS_ALLOW"))  # a bad entry stops the start, naming it
+    config["TICKWORK_ALERT_RULES"] = alert_rule_settings(config.get("TICKWORK_ALERT_RULES_JSON"))
+    config["TICKWORK_ALERT_DESTINATIONS"] = alert_destinations(config)
     for name in RETENTION_DAYS:
         config[name] = check_days(name, config.get(name))
     uri = config["SQLALCHEMY_DATABASE_URI"]
@@ -91,6 +96,10 @@ def finish_settings(config: dict, instance_path: str) -> None:
     if uri.startswith("sqlite:///"):
         make_private_dir(Path(uri.removeprefix("sqlite:///")).parent)
 
+
+ALERT_SETTINGS = ("TICKWORK_ALERT_RULES_JSON", "TICKWORK_ALERT_SMTP_URL", "TICKWORK_ALERT_EMAIL_TO",
+                  "TICKWORK_ALERT_EMAIL_FROM", "TICKWORK_ALERT_WEBHOOK_URL", "TICKWORK_ALERT_WEBHOOK_SECRET",
+                  "TICKWORK_ALERT_WATCHDOG")
 
 RETENTION_DAYS = ("TICKWORK_RETENTION_DAYS", "TICKWORK_CLOCK_RUN_RETENTION_DAYS", "TICKWORK_OUTBOX_RETENTION_DAYS",
                   "TICKWORK_HEARTBEAT_RETENTION_DAYS")
