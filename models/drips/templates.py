@@ -99,6 +99,7 @@ def template_references(source: str) -> References:
     """What ``source`` (a template that compiles) refers to; names it sets itself are its own."""
     tree = _ENV.parse(source)
     own = {target.name for target in tree.find_all(nodes.Name) if target.ctx in ("store", "param")}
+    own |= {macro.name for macro in tree.find_all(nodes.Macro)}
     found = References()
     guarded: set[int] = set()
     for flt in tree.find_all(nodes.Filter):
