@@ -1,4 +1,4 @@
-"""A workspace's iCalendar feed: what the calendar shows, for the past 30 and next 90 days, as RFC 5545.
+"""A workspace's iCalendar feed: what the calendar shows, for the past 90 days and the next 365, as RFC 5545.
 
 Read only. The shell finds the person's feed token (:mod:`models.accounts.feeds`) and
 hands this module the workspace, the time and a way to make dashboard links.
@@ -41,8 +41,9 @@ from models.recurring.tables import RecurringSchedule, RuleStatus, rule_id_of, s
 from models.timing.recurrence import RecurrenceError
 from models.timing.wall_time import InvalidTimezone, resolve_wall_time, to_local
 
-PAST_DAYS = 30
-AHEAD_DAYS = 90
+# The window is bounded so a feed's cost is too: 90 days back, a year ahead (local days).
+PAST_DAYS = 90
+AHEAD_DAYS = 365
 # What a feed may hold at most of each kind, so a busy workspace's feed stays a feed.
 MAX_POSTS = 5000
 MAX_ACTIONS = 5000
@@ -81,7 +82,7 @@ class FeedWindow:
 
 
 def feed_window(now: datetime, zone: str) -> FeedWindow:
-    """From the local day 30 days before today to the local day 90 days after it, in ``zone``."""
+    """From the local day PAST_DAYS before today to the local day AHEAD_DAYS after it, in ``zone``."""
     today = to_local(now, zone).date()
     first, last = today - timedelta(days=PAST_DAYS), today + timedelta(days=AHEAD_DAYS)
     return FeedWindow(first, last, resolve_wall_time(first, time(0), zone).instant,
