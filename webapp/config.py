@@ -57,6 +57,7 @@ def default_settings(instance_path: str) -> dict:
         "TICKWORK_SIGNIN_LIMIT_PER_ACCOUNT": os.environ.get("TICKWORK_SIGNIN_LIMIT_PER_ACCOUNT") or "10 per 10 minutes",
         "TICKWORK_SIGNIN_LIMIT_PER_ADDRESS": os.environ.get("TICKWORK_SIGNIN_LIMIT_PER_ADDRESS") or "50 per 10 minutes",
         "TICKWORK_API_RATE_LIMIT": os.environ.get("TICKWORK_API_RATE_LIMIT") or "1200 per minute",
+        "TICKWORK_FEED_RATE_LIMIT": os.environ.get("TICKWORK_FEED_RATE_LIMIT") or "60 per hour",
         # Retention: terminal actions older than this are archived, then pruned; clock runs,
         # outbox entries and heartbeats are pruned after their own ages (days, whole numbers).
         "TICKWORK_ARCHIVE_DIR": os.environ.get("TICKWORK_ARCHIVE_DIR") or str(instance),
