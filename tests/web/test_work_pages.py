@@ -16,7 +16,7 @@ RANK = {"marketer": 0, "ops": 1, "admin": 2}
 @pytest.fixture
 def work(app, client, world):
     work_id = create_work(client, world, name="Bakery <b>site</b>")
-    assert put_schedule(client, world, work_id, cadence="weekly").status_code == 201
+    assert put_schedule(client, world, work_id, cadence="weekly", time="09:00").status_code == 201
     return work_id
 
 
