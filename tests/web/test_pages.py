@@ -53,6 +53,36 @@ def test_a_busy_day_shows_counts_per_type_in_place_of_chips(app, world, browser_
     assert "9 send_email" in cell and "3 send_sms" in cell and "chip-link" not in cell
 
 
+def test_calendar_counts_link_to_a_list_that_shows_exactly_what_was_counted(app, world, browser_for):
+    at = datetime(2026, 6, 3, 14, 0, tzinfo=timezone.utc)  # 10:00 in New York
+    ids = [make_action(app, world, publish_at=at + timedelta(minutes=n), target=f"e{n}", action_type="publish_post")
+           for n in range(9)]
+    claim_and(app, ids[0], "published", at=at)
+    claim_and(app, ids[1], "failed", at=at)
+    ops = browser_for("ops")
+    cell = day_cell(text(ops.get("/calendar?date=2026-06-03")), "2026-06-03")
+    link = re.search(r'href="([^"]+)">9 publish_post<', cell)
+    assert link, cell
+    listing = text(ops.get(link.group(1).replace("&amp;", "&")))
+    assert sum(f"/actions/{i}\"" in listing for i in ids) == 9
+    assert "status-published" in listing and "status-failed" in listing
+    ops.post(f"/actions/{ids[2]}/cancel", htmx=True)
+    assert sum(f"/actions/{i}\"" in text(ops.get(link.group(1).replace("&amp;", "&"))) for i in ids) == 8
+
+
+def test_the_week_view_shows_each_hours_rows_or_counts_on_a_busy_day(app, world, browser_for):
+    at = datetime(2026, 6, 3, 14, 0, tzinfo=timezone.utc)  # 10:00 in New York
+    for n in range(9):
+        make_action(app, world, publish_at=at + timedelta(minutes=n), target=f"e{n}", action_type="send_email")
+    lone = make_action(app, world, publish_at=datetime(2026, 6, 3, 17, 59, tzinfo=timezone.utc), target="lone")
+    week = text(browser_for("ops").get("/calendar?view=week&date=2026-06-03"))
+    slots = re.findall(r'<td class="slot[^"]*" data-slot-date="2026-06-03"[^>]*data-drop-time="(\d\d):00">(.*?)</td>',
+                       week, re.S)
+    by_hour = dict(slots)
+    assert f'/actions/{lone}"' in by_hour["13"]  # 13:59 local, on its hour
+    assert "9 send_email" in by_hour["10"]
+
+
 def test_chips_are_coloured_by_status_and_cancelled_rows_are_optional(app, acme, browser_for):
     ops = browser_for("ops")
     page = text(ops.get("/calendar"))
