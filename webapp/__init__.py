@@ -43,7 +43,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     from models.core import egress, runtime
     from models.core.database import configure_engine, db
     from models.core.secrets_box import SecretBox
-    from webapp import access_log, api, assets, auth, cli, errors, limits, pages, public, uploads
+    from webapp import access_log, api, assets, auth, cli, errors, limits, pages, public, uploads, watchdog
     from webapp.extensions import csrf, migrate
 
     egress.configure(app.config["TICKWORK_EGRESS_ALLOW"])
@@ -71,4 +71,5 @@ def create_app(test_config: dict | None = None) -> Flask:
     access_log.init_app(app)
     limits.init_app(app)
     cli.init_app(app)
+    watchdog.init_app(app)
     return app

@@ -23,6 +23,7 @@ from models.alerts import lifecycle
 from models.alerts.delivery import (
     FIRED, REMINDER, RESOLVED, DirectDestination, deliver, direct_claims, message_for, send_direct,
 )
+from models.alerts.digest import send_digests
 from models.alerts.rules import RULES, Context, Finding, RuleSettings, apply_settings
 from models.alerts.tables import INSTANCE, OPEN_STATES, Alert, AlertRuleSetting, AlertState
 from models.clock.runs import run_recorded
@@ -125,6 +126,9 @@ def evaluate(*, clock: Clock, config: AlertConfig, job_periods: dict[str, timede
                     message = message_for(moved.row, RESOLVED, title=title_of(moved.row), base_url=config.base_url)
                     rows += deliver(session, moved.row, message, now=now, actor=actor).actions
                     resolved.append(summary_item(moved.row))
+        if record:  # the clock job only: the web processes' check of the engine sends no digest
+            with write_session() as session:
+                rows += send_digests(session, now=now, actor=actor, base_url=config.base_url)
         announce(rows)
         direct = send_owed_direct(config, now=now) if config.direct else 0
         summary = {"fired": fired, "resolved": resolved, "firing": firing, "direct_sent": direct}

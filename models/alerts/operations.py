@@ -5,11 +5,12 @@ nothing then. Ops acknowledge and silence; admins choose destinations and rule s
 every member chooses which alerts they receive at once and which in the daily digest.
 """
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
 
+from models.accounts.tables import Membership, User
 from models.alerts import lifecycle
 from models.alerts.rules import RULES, WORKSPACE_RULES, RuleSettings, apply_settings
 from models.alerts.tables import (
@@ -42,8 +43,7 @@ def list_alerts(session: Session, workspace_id: int, *, open_only: bool = False,
 
 
 def open_count(session: Session, workspace_id: int) -> int:
-    from sqlalchemy import func
-
+    """Firing alerts the workspace's members see (what the header counts)."""
     return session.scalar(select(func.count()).select_from(Alert).where(visible(workspace_id),
                                                                         Alert.state == "firing"))
 
@@ -60,8 +60,6 @@ def acknowledge_alert(session: Session, workspace_id: int, alert_id: int, *, use
 
 def silence_alert(session: Session, workspace_id: int, alert_id: int, *, hours, user_id: int, now: datetime) -> Alert:
     """No reminder about an open alert for ``hours`` (1 to 168)."""
-    from datetime import timedelta
-
     get_alert(session, workspace_id, alert_id)
     try:
         hours = float(str(hours).strip())
@@ -76,8 +74,16 @@ def silence_alert(session: Session, workspace_id: int, alert_id: int, *, hours, 
 
 
 def add_destination(session: Session, workspace_id: int, *, channel: str, recipient: str, now: datetime,
-                    user_id: int | None = None) -> AlertDestination:
-    """Send the workspace's alerts through ``channel`` to ``recipient`` too."""
+                    member: str | None = None) -> AlertDestination:
+    """Send the workspace's alerts through ``channel`` to ``recipient`` too; ``member`` (an email) when the
+    recipient is that member, whose choice of alerts then applies."""
+    user_id = None
+    member = (member or "").strip()
+    if member:
+        user_id = session.scalar(select(User.id).join(Membership, Membership.user_id == User.id).where(
+            User.email == member[:255], Membership.workspace_id == workspace_id))
+        if user_id is None:
+            raise InvalidInput(f"{member[:80]} is not a member of this workspace", field="member")
     channel = (channel or "").strip()
     recipient = (recipient or "").strip()
     found = session.scalar(select(Channel).where(Channel.workspace_id == workspace_id, Channel.name == channel[:63]))

@@ -230,3 +230,33 @@ def test_the_alerts_command_prints_one_passs_summary_as_json(app, world, clock):
         with read_session() as session:
             assert session.scalar(select(Alert.rule)) == "clock_stale"
             assert session.scalar(select(Channel.id)) is not None
+
+
+def test_a_member_who_takes_a_rule_as_digest_gets_only_the_daily_digest_once(app, world, clock, httpserver):
+    from models.alerts.operations import set_preference
+
+    failing_channel(app, httpserver)
+    alert_destination(app, httpserver, world.workspace_id)  # the team's room: every alert at once
+    with app.app_context(), write_session() as session:
+        add_destination(session, world.workspace_id, channel="ops-hook", recipient="ops@acme.test",
+                        member="ops@acme.test", now=runtime().now())
+        set_preference(session, world.workspace_id, world.users["ops"], "channel_failures", "digest",
+                       now=runtime().now())
+    add_actions(app, world.workspace_id, 11, channel="flaky")
+    tick(app)
+    (fired,) = alerts_pass(app, rules=["channel_failures"])["fired"]
+    assert [a.target_key for a in alert_actions(app)] == ["ops-room"]  # not the member who chose the digest
+    clock.advance(hours=11)  # 19:00 in New York: the same day there
+    alerts_pass(app, rules=["channel_failures"])
+    assert [a.target_key for a in alert_actions(app)] == ["ops-room", "ops-room"]  # the room heard it resolve
+    clock.advance(hours=6)  # 01:00 the next day in New York
+    alerts_pass(app, rules=["channel_failures"])
+    alerts_pass(app, rules=["channel_failures"])
+    digests = [a for a in alert_actions(app) if a.target_key == "ops@acme.test"]
+    assert len(digests) == 1
+    (digest,) = digests
+    assert digest.thing_id == f"alert-digest:{world.users['ops']}:2026-06-01" and digest.origin == "system"
+    assert [item["id"] for item in digest.payload["digest"]["alerts"]] == [fired["id"]]
+    tick(app)
+    sent = [body for body in received_json(httpserver) if body.get("target_key") == "ops@acme.test"]
+    assert len(sent) == 1 and "Daily alert digest for 01 Jun 2026" in sent[0]["payload"]["subject"]

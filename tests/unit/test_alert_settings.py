@@ -58,3 +58,16 @@ def test_a_bad_destination_setting_stops_the_start_naming_it(settings, words):
     with pytest.raises(ConfigurationError) as refused:
         direct_destinations(settings)
     assert words in str(refused.value)
+
+
+def test_the_operations_guide_has_a_section_per_alert_rule_and_the_prometheus_rules_name_only_real_ones():
+    import re
+
+    from tests.conftest import ROOT
+
+    guide = (ROOT / "docs" / "operations.md").read_text().split("## Alerts", 1)[1]
+    for name in RULES:
+        assert f"### `{name}`" in guide, f"docs/operations.md has no section for the {name} alert"
+        assert f"| `{name}` |" in guide, f"the alerts table of docs/operations.md misses {name}"
+    labelled = set(re.findall(r"tickwork_rule: (\w+)", (ROOT / "docs" / "ops" / "prometheus-rules.yml").read_text()))
+    assert labelled and labelled <= set(RULES)

@@ -65,10 +65,26 @@ def furnish(app, world, tag: str = "a") -> Furnished:
         with read_session() as session:
             channel_id = session.scalar(text("SELECT id FROM channels WHERE workspace_id = :w AND name = 'main'"),
                                         {"w": world.workspace_id})
+        with write_session() as session:
+            alert_id, destination_id = _alert_and_destination(session, world, tag)
     ids = {"action_id": queued, "post_id": post, "channel_id": channel_id, "membership_id": spare_id,
            "contact_id": contact["id"], "campaign_id": campaign["id"], "enrollment_id": enrollment["id"],
-           "rule_id": rule["id"], "work_id": work["id"], "import_id": dry["import_id"]}
+           "rule_id": rule["id"], "work_id": work["id"], "import_id": dry["import_id"], "alert_id": alert_id,
+           "destination_id": destination_id}
     return Furnished(world=world, ids=ids, extra={"failed": failed, "post_row": rows_of_post(app, world, post)[0].id})
+
+
+def _alert_and_destination(session, world, tag: str) -> tuple[int, int]:
+    """A firing alert of the workspace's and one alert destination, through the alerts domain."""
+    from models.alerts import lifecycle
+    from models.alerts.operations import add_destination
+    from models.alerts.tables import workspace_scope
+
+    now = runtime().now()
+    alert = lifecycle.fire(session, scope=workspace_scope(world.workspace_id), workspace_id=world.workspace_id,
+                           rule="channel_failures", subject=f"channel:{tag}", figures={"failed": 11}, now=now).row
+    destination = add_destination(session, world.workspace_id, channel="main", recipient=f"alerts-{tag}", now=now)
+    return alert.id, destination.id
 
 
 def snapshot(app) -> dict:

@@ -50,6 +50,9 @@ LEAST_ROLE = {
     "posts.import_upload": "marketer", "posts.import_commit": "marketer",
     # a person's own calendar feed address: every member may make and revoke theirs
     "feeds.make_feed": "marketer", "feeds.revoke_feed": "marketer",
+    # alerts: ops act on them, admins choose where they go and the rules; each member chooses their own
+    "alerts.acknowledge": "ops", "alerts.silence": "ops", "alerts.add_destination": "admin",
+    "alerts.remove_destination": "admin", "alerts.save_rule": "admin", "alerts.save_preferences": "marketer",
     # the API: the same rules, by bearer token
     "api_actions.create": "marketer", "api_actions.cancel": "ops", "api_actions.reschedule": "ops",
     "api_actions.retry": "admin",
@@ -89,7 +92,9 @@ def plausible_form(ids: dict) -> dict:
             "shift": "+1h", "cadence": "daily", "enable": "1", "rrule": "FREQ=WEEKLY", "repeat": "daily",
             "starts_local": "2026-06-03T09:00", "pipeline": "log", "phone": "+15555550123",
             "contact": str(ids["contact_id"]), "post": str(ids["post_id"]), "subject": "Hi", "step_count": "1",
-            "channel": "main", "action_type": "send_email", "target_key": "x@example.test", "status": "draft"}
+            "channel": "main", "action_type": "send_email", "target_key": "x@example.test", "status": "draft",
+            "hours": "4", "recipient": "ops-room", "rule": "channel_failures", "threshold": "20",
+            "delivery-channel_failures": "digest"}
 
 
 # A valid body for each API route that takes one (the API refuses fields it does not know); others get none.
@@ -182,7 +187,7 @@ def test_another_workspaces_ids_are_not_found_and_change_nothing(app, world):
             assert changed_tables(before, snapshot(app)) == [], (method, rule.rule)
     # Every id kind a route takes was tried, so the list above cannot quietly shrink.
     assert kinds >= {"action_id", "post_id", "channel_id", "membership_id", "contact_id", "campaign_id",
-                     "enrollment_id", "rule_id", "work_id", "import_id"}, kinds
+                     "enrollment_id", "rule_id", "work_id", "import_id", "alert_id", "destination_id"}, kinds
     report("cross_workspace", requests=len(tried), routes=len({(m, r) for m, r, *_ in tried}), workspaces=2,
            id_kinds=sorted(kinds), server_errors=0)
 
