@@ -74,3 +74,17 @@ def mp4_bytes(width: int = 320, height: int = 240, seconds: float = 2.5) -> byte
     trak = _box(b"trak", tkhd + _box(b"mdia", mdhd + hdlr))
     ftyp = _box(b"ftyp", b"isom" + struct.pack(">I", 512) + b"isomiso2mp41")
     return ftyp + _box(b"moov", mvhd + trak) + _box(b"mdat", bytes(64))
+
+
+def multipart(file: bytes, name: str = "photo.jpg", **fields: str) -> tuple[bytes, str]:
+    """A multipart/form-data body with ``file`` and ``fields``, and its content type.
+
+    Built here rather than by the test client, which spools a large body to a temporary file it
+    leaves open.
+    """
+    boundary = "tickwork-test-boundary-7d3f"
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{key}"\r\n\r\n{value}\r\n'.encode()
+             for key, value in fields.items()]
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+                 f"Content-Type: application/octet-stream\r\n\r\n".encode() + file + b"\r\n")
+    return b"".join(parts) + f"--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"

@@ -58,7 +58,10 @@ def _upload() -> tuple[bytes, str | None, str | None]:
     if upload is None:
         raise InvalidInput("send the file as the multipart field 'file' (or JSON with a url)", field="file",
                            code="missing")
-    return upload.read(), request.form.get("alt"), upload.filename
+    try:
+        return upload.read(), request.form.get("alt"), upload.filename
+    finally:
+        upload.close()  # a large upload is spooled to a temporary file: closed as soon as it is read
 
 
 @bp.post("")

@@ -49,9 +49,13 @@ def upload():
             raise InvalidInput("Choose or drop a file to upload.", field="file", code="missing")
         added = []
         for upload in files:
+            try:
+                data = upload.read()
+            finally:
+                upload.close()  # a large upload is spooled to a temporary file: closed as soon as it is read
             with write_session() as session:
                 try:
-                    item = add_media(session, v.workspace.id, upload.read(), settings=media_settings(),
+                    item = add_media(session, v.workspace.id, data, settings=media_settings(),
                                      actor=v.actor, now=rt.now(), alt=request.form.get("alt"), name=upload.filename)
                 except DomainError as error:
                     error.message = f"{upload.filename or 'The file'}: {error.message}"
