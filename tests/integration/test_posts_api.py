@@ -1,5 +1,7 @@
 """``/api/v1/posts``: the happy paths, and every bad input answered with a 4xx that changes nothing."""
 
+import io
+
 from sqlalchemy import func, select, text
 
 from models.actions.tables import ScheduledAction
@@ -7,6 +9,7 @@ from models.channels.tables import Channel
 from models.core.database import db, write_session
 from models.posts.tables import Post, PostTarget
 from tests.conftest import make_world
+from tests.media_files import png_bytes
 
 # T0 is 2026-06-01T12:00Z, 08:00 in New York.
 LATER = "2026-06-01T10:00"  # 14:00Z
@@ -32,9 +35,12 @@ def _add_channel(app, world, name, kind="log", config=None):
 
 
 def test_create_approve_and_show_a_post(client, world):
-    created = _new(client, world, media=["https://cdn.example.com/bread.jpg"])
+    photo = client.post("/api/v1/media", headers=world.auth("marketer"), content_type="multipart/form-data",
+                        data={"file": (io.BytesIO(png_bytes()), "bread.png")}).json
+    created = _new(client, world, media=[photo["id"]])
     assert created.status_code == 201, created.json
     post = created.json
+    assert post["media"] == [photo["id"]]
     assert post["status"] == "draft" and post["publish_at"] == "2026-06-01T14:00:00Z"
     assert post["delivery"] == {"sent": 0, "total": 1, "label": "0 of 1 sent"}
     approved = client.post(f"/api/v1/posts/{post['id']}/approve", headers=world.auth("marketer"))

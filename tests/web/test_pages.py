@@ -1,11 +1,13 @@
 """Calendar, queue, composer, health, channels, sign-in: what each page shows and refuses."""
 
+import io
 import re
 from datetime import datetime, timedelta, timezone
 
 from models.clock.tables import ClockRun
 from models.core.database import write_session
 from models.clock.tables import ConsumerHeartbeat
+from tests.media_files import png_bytes
 from tests.web.conftest import claim_and, make_action, make_post, rows_of_post
 
 SCRIPT = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
@@ -202,12 +204,14 @@ def test_everything_typed_is_escaped(app, world, browser_for):
 
 def test_compose_save_approve_unapprove_archive(app, world, browser_for):
     marketer = browser_for("marketer")
+    photo = app.test_client().post("/api/v1/media", headers=world.auth("marketer"), content_type="multipart/form-data",
+                                   data={"file": (io.BytesIO(png_bytes()), "a.png")}).json
     saved = marketer.post("/posts", {"body": "Bread", "targets": "main", "date": "2026-06-10", "time": "23:30",
-                                     "media": "https://example.com/a.jpg\n", "intent": "save"})
+                                     "media": f"{photo['id']}\n", "intent": "save"})
     assert saved.status_code == 303
     post_id = int(saved.headers["Location"].rsplit("/", 1)[1])
     page = text(marketer.get(f"/posts/{post_id}"))
-    assert "is draft" in page and "https://example.com/a.jpg" in page and "2026-06-11 03:30 UTC" in page
+    assert "is draft" in page and f">{photo['id']}</textarea>" in page and "2026-06-11 03:30 UTC" in page
     assert rows_of_post(app, world, post_id) == []
     assert marketer.post(f"/posts/{post_id}/approve").status_code == 303
     rows = rows_of_post(app, world, post_id)
@@ -246,7 +250,7 @@ def test_composer_refuses_bad_input_with_the_form_kept(world, browser_for):
         ({"body": "Hi", "targets": "main", "date": "June", "time": "09:00"}, "Give a date like"),
         ({"body": "Hi", "targets": "main", "date": "2026-06-10", "time": "nine"}, "Give a time like"),
         ({"body": "Hi", "targets": "main", "date": "2020-06-10", "time": "09:00", "intent": "approve"}, "past"),
-        ({"body": "Hi", "targets": "main", "date": "2026-06-10", "time": "09:00", "media": "ftp://x"}, "http(s)"),
+        ({"body": "Hi", "targets": "main", "date": "2026-06-10", "time": "09:00", "media": "ftp://x"}, "not a media id"),
         ({"body": "x" * 20000, "targets": "main", "date": "2026-06-10", "time": "09:00"}, "at most"),
     ]
     for data, words in cases:

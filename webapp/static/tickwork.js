@@ -151,3 +151,27 @@ document.addEventListener("htmx:error", function (event) {
   document.addEventListener("DOMContentLoaded", followAll);
   document.addEventListener("htmx:after:settle", followAll);
 })();
+
+// The media page: files dropped anywhere on its upload form go into its file field and are sent.
+// Without this script the field still takes files the ordinary way.
+(function () {
+  document.addEventListener("dragover", function (event) {
+    var zone = event.target.closest ? event.target.closest("[data-drop-files]") : null;
+    if (!zone) return;
+    event.preventDefault();
+    zone.classList.add("dragging");
+  });
+  document.addEventListener("dragleave", function (event) {
+    var zone = event.target.closest ? event.target.closest("[data-drop-files]") : null;
+    if (zone) zone.classList.remove("dragging");
+  });
+  document.addEventListener("drop", function (event) {
+    var zone = event.target.closest ? event.target.closest("[data-drop-files]") : null;
+    if (!zone || !event.dataTransfer || !event.dataTransfer.files.length) return;
+    event.preventDefault();
+    zone.classList.remove("dragging");
+    var field = zone.querySelector("input[type=file]");
+    field.files = event.dataTransfer.files;
+    zone.requestSubmit();
+  });
+})();
