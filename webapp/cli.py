@@ -13,7 +13,7 @@ from sqlalchemy import select
 from jobs import cli as jobs_cli
 from models.accounts.members import add_member, find_user
 from models.accounts.tables import Role
-from models.accounts.tokens import issue_token
+from models.accounts.tokens import expiry_after, issue_token
 from models.accounts.workspaces import change_workspace_zone, create_workspace, find_workspace
 from models.channels.operations import save_channel
 from models.core.database import write_session
@@ -89,6 +89,15 @@ def user_cli():
     """Manage people."""
 
 
+def _password_from_stdin_or_prompt(password: str | None) -> str:
+    if password is None:
+        if sys.stdin.isatty():
+            password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+        else:
+            password = sys.stdin.readline().rstrip("\n")
+    return password
+
+
 @user_cli.command("create")
 @click.argument("email")
 @click.option("--workspace", "workspace_name", required=True)
@@ -97,17 +106,43 @@ def user_cli():
 @with_appcontext
 def user_create(email, workspace_name, role, password):
     """Create a user (or add an existing one to a workspace); the password comes from stdin or a prompt."""
-    if password is None:
-        if sys.stdin.isatty():
-            password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-        else:
-            password = sys.stdin.readline().rstrip("\n")
+    password = _password_from_stdin_or_prompt(password)
     with _refusals_as_one_line(), write_session() as session:
         workspace = find_workspace(session, workspace_name)
         membership = add_member(session, workspace.id, email=email, role=role, password=password or None,
                                 now=runtime().now())
         email = membership.user.email
     click.echo(f"{email} is {role} in {workspace_name}")
+
+
+@user_cli.command("set-password")
+@click.argument("email")
+@click.option("--password", envvar="TICKWORK_PASSWORD", default=None, hidden=True)
+@with_appcontext
+def user_set_password(email, password):
+    """Give a person a new password (from stdin or a prompt); every session of theirs ends."""
+    from models.accounts.sessions import set_password
+
+    password = _password_from_stdin_or_prompt(password)
+    with _refusals_as_one_line(), write_session() as session:
+        user = find_user(session, email)
+        ended = set_password(session, user.id, password, now=runtime().now())
+        email = user.email
+    click.echo(f"password of {email} changed; {ended} session{'s' if ended != 1 else ''} ended")
+
+
+@user_cli.command("deactivate")
+@click.argument("email")
+@with_appcontext
+def user_deactivate(email):
+    """Stop a person from signing in or using a token: their sessions end and their tokens are revoked."""
+    from models.accounts.sessions import deactivate_user
+
+    with _refusals_as_one_line(), write_session() as session:
+        user = find_user(session, email)
+        deactivate_user(session, user.id, now=runtime().now())
+        email = user.email
+    click.echo(f"{email} deactivated")
 
 
 @click.group("token")
@@ -118,12 +153,48 @@ def token_cli():
 @token_cli.command("create")
 @click.argument("email")
 @click.option("--workspace", "workspace_name", required=True)
+@click.option("--name", default="command line", show_default=True, help="what the token is for")
+@click.option("--expires-days", default=None, help="whole days until it stops working (default: never)")
 @with_appcontext
-def token_create(email, workspace_name):
+def token_create(email, workspace_name, name, expires_days):
     """Create an API token and print it once."""
+    now = runtime().now()
     with _refusals_as_one_line(), write_session() as session:
-        raw = issue_token(session, find_user(session, email), find_workspace(session, workspace_name), runtime().now())
+        raw = issue_token(session, find_user(session, email), find_workspace(session, workspace_name), now,
+                          name=name, expires_at=expiry_after(expires_days, now=now))
     click.echo(raw)
+
+
+@token_cli.command("list")
+@click.option("--workspace", "workspace_name", required=True)
+@click.option("--email", default=None, help="only this person's tokens")
+@with_appcontext
+def token_list(workspace_name, email):
+    """List a workspace's tokens that were not revoked (never their secret), as JSON lines."""
+    from models.accounts.tokens import list_tokens, token_state
+
+    now = runtime().now()
+    with _refusals_as_one_line(), write_session() as session:
+        workspace = find_workspace(session, workspace_name)
+        user_id = find_user(session, email).id if email else None
+        for token in list_tokens(session, workspace.id, user_id=user_id):
+            click.echo(json.dumps({"id": token.id, "name": token.name, "email": token.user.email,
+                                   "state": token_state(token, now), "created_at": token.created_at.isoformat(),
+                                   "expires_at": token.expires_at and token.expires_at.isoformat(),
+                                   "last_used_at": token.last_used_at and token.last_used_at.isoformat()}))
+
+
+@token_cli.command("revoke")
+@click.argument("token_id", type=click.IntRange(min=1, max=2**31 - 1))
+@with_appcontext
+def token_revoke(token_id):
+    """Revoke the token with this id (``tickwork token list`` shows ids); it stops working at once."""
+    from models.accounts.tokens import revoke_token_by_id
+
+    with _refusals_as_one_line(), write_session() as session:
+        token = revoke_token_by_id(session, token_id, now=runtime().now())
+        label = f"token #{token.id} ({token.name or 'unnamed'}) of {token.user.email}"
+    click.echo(f"{label} revoked")
 
 
 @click.group("channel")

@@ -58,6 +58,8 @@ def default_settings(instance_path: str) -> dict:
         "TICKWORK_SIGNIN_LIMIT_PER_ADDRESS": os.environ.get("TICKWORK_SIGNIN_LIMIT_PER_ADDRESS") or "50 per 10 minutes",
         "TICKWORK_API_RATE_LIMIT": os.environ.get("TICKWORK_API_RATE_LIMIT") or "1200 per minute",
         "TICKWORK_FEED_RATE_LIMIT": os.environ.get("TICKWORK_FEED_RATE_LIMIT") or "60 per hour",
+        # A signed-in session unused this long (whole minutes) has ended: the next request signs in again.
+        "TICKWORK_SESSION_IDLE_MINUTES": os.environ.get("TICKWORK_SESSION_IDLE_MINUTES") or 60,
         # Retention: terminal actions older than this are archived, then pruned; clock runs,
         # outbox entries and heartbeats are pruned after their own ages (days, whole numbers).
         "TICKWORK_ARCHIVE_DIR": os.environ.get("TICKWORK_ARCHIVE_DIR") or str(instance),
@@ -92,6 +94,7 @@ def finish_settings(config: dict, instance_path: str) -> None:
         config[name] = check_days(name, config.get(name))
     for name in MEDIA_SIZES:
         config[name] = check_bytes(name, config.get(name))
+    config["TICKWORK_SESSION_IDLE_MINUTES"] = check_idle_minutes(config.get("TICKWORK_SESSION_IDLE_MINUTES"))
     uri = config["SQLALCHEMY_DATABASE_URI"]
     check_database_url(uri)
     if uri.startswith("postgresql://") or uri.startswith("postgres://"):
@@ -138,6 +141,18 @@ def check_days(name: str, value) -> int:
     if days < 1 or days > 36_500:
         raise ConfigurationError(f"{name} {value!r}: expected a whole number of days from 1 to 36500, such as 90")
     return days
+
+
+def check_idle_minutes(value) -> int:
+    """TICKWORK_SESSION_IDLE_MINUTES: a whole number of minutes, from 1 to a year."""
+    try:
+        minutes = int(str(value).strip())
+    except ValueError:
+        minutes = 0
+    if minutes < 1 or minutes > 525_600:
+        raise ConfigurationError(f"TICKWORK_SESSION_IDLE_MINUTES {value!r}: expected a whole number of minutes from "
+                                 "1 to 525600, such as 60")
+    return minutes
 
 
 def _policy_overrides(text: str) -> dict:

@@ -1,4 +1,5 @@
-"""Rate limits (Flask-Limiter): failed sign-ins per account and per address, API calls per token.
+"""Rate limits (Flask-Limiter): failed sign-ins per account and per address, API calls per token id
+(or per address for requests without a valid token).
 
 The counts live in the storage ``TICKWORK_RATELIMIT_STORAGE_URI`` names: ``memory://`` on a
 single box (each web process counts for itself), ``redis://...`` where several processes or
@@ -8,8 +9,10 @@ blueprints are registered, so every API blueprint (a wing's included) is limited
 """
 
 import hashlib
+import secrets
 
 from flask import Flask, current_app, request
+from itsdangerous import BadData, URLSafeTimedSerializer
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 
@@ -18,13 +21,65 @@ API_REFUSED = "Too many requests with this token; slow down and retry after the 
 FEED_REFUSED = "Too many fetches of this calendar feed; retry after the time in Retry-After."
 
 
+DEVICE_COOKIE = "tickwork_device"
+DEVICE_DAYS = 180
+MAX_DEVICE_ACCOUNTS = 10
+
+
+def _device_signer() -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt="tickwork-device")
+
+
+def _account_hash(email: str) -> str:
+    return hashlib.sha256(email.encode("utf-8", "replace")).hexdigest()[:32]
+
+
+def _device() -> dict | None:
+    """This browser's device cookie (signed, at most DEVICE_DAYS old), or None."""
+    raw = request.cookies.get(DEVICE_COOKIE)
+    if not raw or len(raw) > 4096:
+        return None
+    try:
+        found = _device_signer().loads(raw, max_age=DEVICE_DAYS * 86400)
+    except BadData:
+        return None
+    ok = isinstance(found, dict) and isinstance(found.get("d"), str) and isinstance(found.get("a"), list)
+    return found if ok else None
+
+
+def remember_device(response, email: str) -> None:
+    """After a successful sign-in: this browser has signed in to ``email``'s account, so strangers' failures
+    for that account never lock it out (it keeps a budget of its own; the per-address limit still holds)."""
+    device = _device() or {"d": secrets.token_urlsafe(16), "a": []}
+    accounts = [a for a in device["a"] if a != _account_hash(email)][-(MAX_DEVICE_ACCOUNTS - 1):]
+    device["a"] = [*accounts, _account_hash(email)]
+    response.set_cookie(DEVICE_COOKIE, _device_signer().dumps(device), max_age=DEVICE_DAYS * 86400, httponly=True,
+                        samesite="Lax", secure=current_app.config.get("SESSION_COOKIE_SECURE", False))
+
+
 def _signin_account() -> str:
-    """The account a sign-in attempt names, so guessing one person's password is slowed wherever it comes from."""
-    return "signin:" + (request.form.get("email") or "").strip().lower()[:254]
+    """The account a sign-in attempt names, so guessing one person's password is slowed wherever it comes from.
+
+    A browser that has signed in to that account before (its device cookie says so) counts apart:
+    someone else's wrong passwords lock out the strangers' bucket, never the person's own browser.
+    """
+    email = (request.form.get("email") or "").strip().lower()[:254]
+    device = _device()
+    if device is not None and _account_hash(email) in device["a"]:
+        return f"signin:{email}:device:{device['d']}"
+    return "signin:" + email
 
 
 def _signin_address() -> str:
     return "signin-from:" + get_remote_address()
+
+
+def _two_factor_account() -> str:
+    """The account whose second factor is being tried (from this browser's pending sign-in)."""
+    from flask import session
+
+    pending = session.get("two_factor")
+    return f"two-factor:{pending.get('u') if isinstance(pending, dict) else None}"
 
 
 def _failed(response) -> bool:
@@ -32,15 +87,19 @@ def _failed(response) -> bool:
 
 
 def _token() -> str:
-    """The bearer token, hashed: the raw token is never kept, not even as a counter's key.
+    """The counter an API request spends: its token's id, once the header is parsed as RFC 9110 says
+    (the scheme in any case, any spacing), so writing the same token another way buys no fresh budget.
 
-    A request without one (a public pipeline callback, or a client that forgot it) counts
-    against its address, so callers without a token do not share one bucket.
+    A request without a valid token (none at all, a public pipeline callback, a revoked, expired
+    or made-up one) counts against its address: guessing tokens is limited like anything else,
+    and callers without a token do not share one bucket.
     """
-    given = request.headers.get("Authorization", "")
-    if not given:
-        return "token-less:" + get_remote_address()
-    return "token:" + hashlib.sha256(given.encode("utf-8", "replace")).hexdigest()
+    from webapp.auth import bearer_token
+
+    token = bearer_token()
+    if token is None:
+        return "address:" + get_remote_address()
+    return f"token:{token.id}"
 
 
 def _feed_token() -> str:
@@ -63,6 +122,11 @@ def init_app(app: Flask) -> None:
                                 key_func=_signin_address, methods=["POST"], deduct_when=_failed,
                                 error_message=SIGNIN_REFUSED)
     app.view_functions["pages.login"] = per_account(per_address(app.view_functions["pages.login"]))
+    # Guessing a second factor is slowed like guessing a password: per account, and per address.
+    per_account_code = limiter.limit(lambda: current_app.config["TICKWORK_SIGNIN_LIMIT_PER_ACCOUNT"],
+                                     key_func=_two_factor_account, methods=["POST"], deduct_when=_failed,
+                                     error_message=SIGNIN_REFUSED)
+    app.view_functions["pages.two_factor"] = per_account_code(per_address(app.view_functions["pages.two_factor"]))
     # One count per token across every API route and blueprint (a plain limit would count each route apart).
     per_token = limiter.shared_limit(lambda: current_app.config["TICKWORK_API_RATE_LIMIT"], scope="api",
                                      key_func=_token, error_message=API_REFUSED)

@@ -24,6 +24,8 @@ PUBLIC_ROUTES: dict[str, str] = {
     "drip_public.postmark_bounce": "an HMAC of the channel's id made with the postmark channel's secret, in the URL",
     "feeds.feed": "a person's calendar feed token in the URL, stored hashed, live only while they are a member; "
                   "a wrong or revoked one answers 404",
+    "invitations.show": "an invitation's id signed with the app's secret, expiring with it; shows the invitation "
+                        "and changes nothing (answering it needs the invited person signed in, with a CSRF token)",
     "drip_public.twilio_inbound": "X-Twilio-Signature: HMAC-SHA1 of the URL and parameters with the channel's auth token",
 }
 

@@ -4,7 +4,7 @@ One column with its CHECK, added in place on both dialects: work_schedules is no
 and scheduled_actions (the publish guard's table) is not touched.
 
 Revision ID: 0016
-Revises: 0014
+Revises: 0015
 Create Date: 2026-12-02 01:20:00
 
 """
@@ -13,7 +13,7 @@ from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = '0016'
-down_revision = '0014'
+down_revision = '0015'
 branch_labels = None
 depends_on = None
 

@@ -3,11 +3,12 @@
 import re
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from models.accounts.feeds import revoke_feed_tokens
-from models.accounts.tables import Membership, Role, User
+from models.accounts.sessions import end_sessions_of
+from models.accounts.tables import ApiToken, Membership, Role, User
 from models.core.errors import Conflict, InvalidInput, NotFound
 
 EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s]{1,63}$")
@@ -93,12 +94,20 @@ def change_role(session: Session, workspace_id: int, membership_id: int, role: s
 
 
 def remove_member(session: Session, workspace_id: int, membership_id: int, *, now: datetime) -> str:
-    """Take a person out of the workspace (their history stays, their calendar feed is revoked); returns their email."""
+    """Take a person out of the workspace (their history stays); returns their email.
+
+    At once: their calendar feed and their API tokens in the workspace are revoked and every
+    session of theirs ends (a browser looking at this workspace must not go on looking).
+    """
     membership = _membership(session, workspace_id, membership_id)
     if membership.role == Role.ADMIN.value and _admins(session, workspace_id) <= 1:
         raise Conflict("this is the workspace's last admin; make someone else admin first", code="last_admin")
     email = membership.user.email
     revoke_feed_tokens(session, workspace_id, membership.user_id, now=now, why="left_workspace")
+    session.execute(update(ApiToken).where(ApiToken.workspace_id == workspace_id,
+                                           ApiToken.user_id == membership.user_id, ApiToken.revoked_at.is_(None))
+                    .values(revoked_at=now, revoked_why="left_workspace"))
+    end_sessions_of(session, membership.user_id, now=now, why="left_workspace")
     session.delete(membership)
     session.flush()
     return email

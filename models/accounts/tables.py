@@ -5,7 +5,7 @@ from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import CheckConstraint, ForeignKey, Index, String
+from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Index, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
 from models.core.base import Base
@@ -14,6 +14,23 @@ from models.core.errors import InvalidInput
 from models.timing.wall_time import InvalidTimezone, load_zone
 
 _hasher = PasswordHasher()
+_dummy_hash: list[str] = []
+
+
+def spend_a_password_check(password: str) -> None:
+    """Verify ``password`` against a hash nobody has, at the cost of a real one: a sign-in for an email
+    without an account takes as long as one with a wrong password, so timing tells nothing."""
+    if not _dummy_hash:
+        _dummy_hash.append(_hasher.hash("no account has this password"))
+    try:
+        _hasher.verify(_dummy_hash[0], password if isinstance(password, str) else "")
+    except (VerificationError, InvalidHashError):
+        pass
+
+
+def spend_a_password_hash(password: str) -> None:
+    """Hash ``password`` and drop it: an answer that would otherwise skip a hash costs the same."""
+    _hasher.hash(password if isinstance(password, str) else "")
 
 
 class Role(str, enum.Enum):
@@ -39,6 +56,8 @@ class Workspace(Base):
     timezone: Mapped[str] = mapped_column(String(64))
     plan: Mapped[str] = mapped_column(String(32), default="free")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # Admins of this workspace sign in with a second factor (TOTP) before they may act in it.
+    admins_need_two_factor: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     @validates("timezone")
     def _validate_timezone(self, _key, value):
@@ -64,6 +83,10 @@ class User(Base):
     password_hash: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     is_active: Mapped[bool] = mapped_column(default=True)
+    password_changed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    totp_secret: Mapped[str | None] = mapped_column(Text)  # sealed with the app's secret box
+    totp_enabled_at: Mapped[datetime | None] = mapped_column(UTCDateTime())  # None: no second factor (yet)
+    totp_last_step: Mapped[int | None] = mapped_column(Integer)  # the last code's time step: a code works once
 
     memberships: Mapped[list["Membership"]] = relationship(back_populates="user")
 
@@ -120,8 +143,12 @@ class ApiToken(Base):
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="RESTRICT"))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str | None] = mapped_column(String(100))  # None on tokens made before tokens had names
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())  # None: until revoked
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    revoked_why: Mapped[str | None] = mapped_column(String(32))  # revoked, left_workspace, deactivated
 
     user: Mapped[User] = relationship()
     workspace: Mapped[Workspace] = relationship()
@@ -145,3 +172,65 @@ class CalendarFeedToken(Base):
     revoked_why: Mapped[str | None] = mapped_column(String(32))  # revoked, regenerated, left_workspace
 
     __table_args__ = (Index("ix_calendar_feed_tokens_member", "workspace_id", "user_id"),)
+
+
+class UserSession(Base):
+    """One signed-in browser: the session cookie carries a random id whose SHA-256 is stored here.
+
+    A request is signed in only while its row is live: not ended (sign-out, a password change,
+    "sign out everywhere", leaving a workspace, deactivation) and used within the idle time.
+    """
+
+    __tablename__ = "user_sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_agent: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    ended_why: Mapped[str | None] = mapped_column(String(32))  # signed_out, password_changed, everywhere, ...
+
+    __table_args__ = (Index("ix_user_sessions_user_live", "user_id", "ended_at"),)
+
+
+class RecoveryCode(Base):
+    """A one-time code that stands in for the second factor; only its SHA-256 is stored."""
+
+    __tablename__ = "recovery_codes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
+    code_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    used_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+    __table_args__ = (Index("ix_recovery_codes_user_id", "user_id"),)
+
+
+class Invitation(Base):
+    """An invitation to join a workspace with a role, for an email; the person joins only by accepting it."""
+
+    __tablename__ = "invitations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="RESTRICT"))
+    email: Mapped[str] = mapped_column(String(254))
+    role: Mapped[str] = mapped_column(String(16))
+    invited_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    accepted_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    declined_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+    workspace: Mapped[Workspace] = relationship()
+    inviter: Mapped[User | None] = relationship(foreign_keys=[invited_by])
+
+    __table_args__ = (Index("ix_invitations_workspace_email", "workspace_id", "email"),
+                      Index("ix_invitations_email", "email"))
+
+    def pending(self, now: datetime) -> bool:
+        return (self.accepted_at is None and self.declined_at is None and self.revoked_at is None
+                and self.expires_at > now)

@@ -66,6 +66,16 @@ def furnish(app, world, tag: str = "a") -> Furnished:
             spare = add_member(session, world.workspace_id, email=f"spare-{tag}-{world.workspace_id}@example.test",
                                role="marketer", password="spare password 1", now=runtime().now())
             spare_id = spare.id
+            from models.accounts.tables import User, Workspace
+            from models.accounts.tokens import issue_token, list_tokens
+
+            issue_token(session, session.get(User, world.users["admin"]), session.get(Workspace, world.workspace_id),
+                        runtime().now(), name=f"spare {tag}")
+            spare_token = list_tokens(session, world.workspace_id, user_id=world.users["admin"])[0].id
+            from models.accounts.invitations import invite
+
+            invitation_id = invite(session, world.workspace_id, email=f"invitee-{tag}-{world.workspace_id}@example.test",
+                                   role="ops", password=None, invited_by=world.users["admin"], now=runtime().now()).id
         with read_session() as session:
             channel_id = session.scalar(text("SELECT id FROM channels WHERE workspace_id = :w AND name = 'main'"),
                                         {"w": world.workspace_id})
@@ -74,7 +84,11 @@ def furnish(app, world, tag: str = "a") -> Furnished:
     ids = {"action_id": queued, "post_id": post, "channel_id": channel_id, "membership_id": spare_id,
            "contact_id": contact["id"], "campaign_id": campaign["id"], "enrollment_id": enrollment["id"],
            "rule_id": rule["id"], "work_id": work["id"], "import_id": dry["import_id"], "alert_id": alert_id,
-           "destination_id": destination_id, "media_id": media["id"]}
+           "destination_id": destination_id, "media_id": media["id"], "token_id": spare_token,
+           "invitation_id": invitation_id}
+    # Every token of the world used once: under the frozen clock their last-used times stay as they are after this.
+    for role in ("admin", "ops", "marketer"):
+        _created(client.get("/api/v1/tokens", headers=world.auth(role)), "tokens")
     return Furnished(world=world, ids=ids, extra={"failed": failed, "post_row": rows_of_post(app, world, post)[0].id})
 
 

@@ -16,7 +16,7 @@ from tests.conftest import make_world
 from tests.web.access_world import BASE_URL, changed_tables, furnish, snapshot
 from tests.web.conftest import HX
 from tests.web.walking import (
-    STATE_CHANGING, SignedIn, concrete, methods_of, parameters_of, reached_the_view, report, walked_rules,
+    SIGNS_OUT, STATE_CHANGING, SignedIn, concrete, methods_of, parameters_of, reached_the_view, report, walked_rules,
 )
 
 ROLES = ("marketer", "ops", "admin")
@@ -28,6 +28,14 @@ RANK = {role: rank for rank, role in enumerate(ROLES)}
 LEAST_ROLE = {
     # the front door
     "pages.login": "anyone", "pages.logout": "marketer", "pages.switch_workspace": "marketer",
+    # a person's own account: every member may change their password and end their sessions
+    "account.password": "marketer", "account.logout_everywhere": "marketer",
+    "account.create_token": "marketer", "account.revoke_token": "marketer",
+    "account.accept_invitation": "marketer", "account.decline_invitation": "marketer",
+    "members.revoke_invitation": "admin",
+    "account.two_factor_begin": "marketer", "account.two_factor_confirm": "marketer",
+    "account.two_factor_off": "marketer", "account.recovery_codes": "marketer",
+    "pages.two_factor": "anyone", "settings.two_factor": "admin",
     # rows: a marketer cancels post rows and their own; this one was created by nobody in particular
     "actions.cancel": "ops", "actions.reschedule": "ops", "actions.retry": "admin", "actions.post_now": "marketer",
     "calendar.move": "marketer",
@@ -71,6 +79,8 @@ LEAST_ROLE = {
     # the media library: every member adds, describes and removes items
     "media.upload": "marketer", "media.describe": "marketer", "media.delete": "marketer",
     "api_media.create": "marketer", "api_media.update": "marketer", "api_media.delete": "marketer",
+    # one's own token; an admin's, anyone's in the workspace (another's is not found)
+    "api_tokens.revoke": "marketer",
 }
 PARAMETER_TOKENS = re.compile(r"<[^>]+>")
 # Routes that end what they act on go last, so the routes before them find it still there.
@@ -232,6 +242,8 @@ def test_every_state_changing_route_under_every_role_is_allowed_or_refused_as_th
             answer = _send(browser, world, role, rule, method, url, ids,
                            form_extra={"workspace_id": str(world.workspace_id)})
             tried += 1
+            if rule.endpoint in SIGNS_OUT:
+                sessions[role].renew()  # that session has ended for good: the walk goes on in a new one
             body = answer.get_data(as_text=True)
             why = reached_the_view(answer, api=api, endpoint=rule.endpoint)
             if why or answer.status_code >= 500:

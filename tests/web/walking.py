@@ -42,7 +42,8 @@ def concrete(rule, ids: dict, **override) -> str:
     return PARAMETER.sub(lambda m: quote(str(values[m.group(1)]), safe=""), rule.rule)
 
 
-SIGNS_OUT = {"pages.logout"}  # its own answer is a 303 to the sign-in page
+# Their own answer is a 303 to the sign-in page, and the session they were sent with has ended for good.
+SIGNS_OUT = {"pages.logout", "account.logout_everywhere"}
 
 
 def reached_the_view(answer, *, api: bool, endpoint: str | None = None) -> str | None:
@@ -84,14 +85,21 @@ class SignedIn:
     """
 
     def __init__(self, app, role: str, world):
+        self.app = app
+        self.renew(role, world)
+
+    def renew(self, role: str | None = None, world=None) -> "SignedIn":
+        """Sign in again: after a route in ``SIGNS_OUT`` the old cookie opens nothing (sessions end server-side)."""
         from tests.web.conftest import Browser
 
-        self.app = app
+        role, world = role or self.role, world or self.world
+        app = self.app
         signed = Browser(app.test_client(), role, world)
         self.role, self.world, self.token = role, world, signed.token
         cookie = signed.client.get_cookie(app.config.get("SESSION_COOKIE_NAME", "session"))
         assert cookie is not None, "signing in set no session cookie"
         self.cookie = f"{cookie.key}={cookie.value}"
+        return self
 
     def fresh(self) -> "SessionClient":
         return SessionClient(self.app, self.cookie, self.token)

@@ -1,11 +1,16 @@
-"""Members (admin): who belongs to the workspace, with which role."""
+"""Members (admin): who belongs to the workspace, with which role, and who is invited.
+
+Adding someone makes an invitation (``models.accounts.invitations``): the answer is the same
+whether or not the email has an account here, and the person joins only by accepting.
+"""
 
 from flask import Blueprint, flash, redirect, request, url_for
 
 from models.accounts.tables import Role
 from models.core.database import db, write_session
 from models.core.errors import DomainError
-from models.accounts.members import add_member, change_role, list_members, remove_member
+from models.accounts import invitations
+from models.accounts.members import change_role, list_members, remove_member
 from models.core.runtime import runtime
 from webapp.views.context import render_page, require_role, viewer
 
@@ -15,8 +20,11 @@ bp = Blueprint("members", __name__)
 def _page(*, error: DomainError | None = None, status: int = 200):
     v = viewer()
     typed = request.form if request.method == "POST" and error else {}
+    from webapp.views.invitations import invitation_link
+
+    pending = invitations.pending_in_workspace(db.session, v.workspace.id, now=runtime().now())
     return render_page("members/members.html", v=v, members=list_members(db.session, v.workspace.id), error=error,
-                       roles=[r.value for r in Role], typed=typed), status
+                       roles=[r.value for r in Role], typed=typed, pending=pending, link=invitation_link), status
 
 
 @bp.get("/members")
@@ -39,13 +47,28 @@ def _change(operation, done: str):
 @bp.post("/members")
 @require_role(Role.ADMIN)
 def add():
-    """Add a person to the workspace (creating their account when they have none)."""
+    """Invite a person to the workspace; they join when they accept (the same answer whoever they are)."""
     v = viewer()
     form = request.form
-    return _change(lambda session: add_member(session, v.workspace.id, email=form.get("email", ""),
-                                              role=form.get("role", ""), password=form.get("password") or None,
-                                              now=runtime().now()).user.email,
-                   "{result} added.")
+
+    def operation(session):
+        invitation = invitations.invite(session, v.workspace.id, email=form.get("email", ""), role=form.get("role", ""),
+                                        password=form.get("password") or None, invited_by=v.user.id,
+                                        now=runtime().now())
+        return f"{invitation.email} as {invitation.role}"
+
+    return _change(operation, "Invitation made for {result}. They join when they accept it: signed in, they find it "
+                              "on their Account page, or pass on its link from the list of invitations.")
+
+
+@bp.post("/members/invitations/<int:invitation_id>/revoke")
+@require_role(Role.ADMIN)
+def revoke_invitation(invitation_id: int):
+    """Withdraw a pending invitation: its link and its offer stop working."""
+    v = viewer()
+    return _change(lambda session: invitations.revoke(session, v.workspace.id, invitation_id,
+                                                      now=runtime().now()).email,
+                   "Invitation for {result} withdrawn.")
 
 
 @bp.post("/members/<int:membership_id>/role")

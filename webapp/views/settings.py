@@ -62,6 +62,24 @@ def settings():
     return render_settings()
 
 
+@bp.post("/settings/two-factor")
+@require_role(Role.ADMIN)
+def two_factor():
+    """Require (or stop requiring) two-factor sign-in of this workspace's admins."""
+    from models.accounts.two_factor import set_admins_need_two_factor
+
+    v = viewer()
+    required = request.form.get("required") == "1"
+    try:
+        with write_session() as session:
+            set_admins_need_two_factor(session, v.workspace.id, required, by=v.user)
+    except DomainError as error:
+        return render_settings(error=error, status=error.status)
+    flash("Admins of this workspace now sign in with two-factor." if required
+          else "Admins of this workspace may sign in with a password alone.", "ok")
+    return redirect(url_for("settings.settings"), code=303)
+
+
 @bp.post("/settings/timezone")
 @require_role(Role.ADMIN)
 def timezone():
