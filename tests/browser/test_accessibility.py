@@ -62,11 +62,11 @@ def pages_for(role: str, s) -> list[str]:
     pages = ["/calendar?cancelled=1", "/calendar?view=week&date=2026-06-15&cancelled=1", "/queue",
              "/queue?status=submitted", "/failures", "/posts/new?date=2026-06-20", f"/posts/{s.draft}",
              f"/posts/{s.post}", f"/actions/{s.failed}", f"/actions/{s.submitted}", f"/actions/{s.published}",
-             f"/calendar/move?post={s.post}", "/posts/import"]
+             f"/calendar/move?post={s.post}", "/posts/import", "/account"]
     if role in ("ops", "admin"):
         pages += ["/health", "/queue/bulk-cancel", "/queue/bulk-reschedule?shift=%2B1h"]
     if role == "admin":
-        pages += ["/failures/bulk-retry", "/channels", f"/channels/{s.channel}", "/members"]
+        pages += ["/failures/bulk-retry", "/channels", f"/channels/{s.channel}", "/members", "/settings"]
     return pages
 
 
