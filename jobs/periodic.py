@@ -14,11 +14,11 @@ then add one line below. It becomes the periodic Huey task ``<name>`` and the co
 import calendar
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from huey import crontab
 
-from jobs import clock, retention, works
+from jobs import alerts, clock, retention, works
 from jobs.queue import huey, task_app
 
 
@@ -30,10 +30,13 @@ class ClockJob:
     help: str
     # What a pass would do, writing nothing: the command then takes ``--dry-run``.
     dry_run: Callable[[], dict] | None = None
+    # How often it runs, given the app's policy: a job is stale after three of these without a start.
+    period: Callable[..., timedelta] = lambda policy: timedelta(minutes=1)
 
 
 EVERY_MINUTE = crontab(minute="*")
 EVERY_HOUR = crontab(minute="7")  # "daily" work runs hourly: a redeploy cannot skip it for a day
+HOURLY = lambda policy: timedelta(hours=1)  # noqa: E731
 
 
 def every_work_dispatch_interval(timestamp) -> bool:
@@ -49,22 +52,38 @@ def every_tick_interval(when: datetime) -> bool:
     return (calendar.timegm(when.timetuple()) // 60) % minutes == 0
 
 
+def clock_job_periods(policy) -> dict[str, timedelta]:
+    """Each clock job's period under ``policy``, by name (what the ``clock_stale`` rule measures against)."""
+    return {job.name: job.period(policy) for job in CLOCK_JOBS}
+
+
+def alerts_pass(rules=None, record: bool = True) -> dict:
+    """One pass of the alert rules against the clock as listed here (inside an app context)."""
+    return alerts.alerts_once(clock_job_periods(task_app().extensions["tickwork"].policy), rules=rules, record=record)
+
+
 CLOCK_JOBS: list[ClockJob] = [
     ClockJob("tick", every_tick_interval, clock.tick_once,
-             "Recover lost workers, fail misfires, dispatch every due action, hand off those due within the minute."),
+             "Recover lost workers, fail misfires, dispatch every due action, hand off those due within the minute.",
+             period=lambda policy: policy.tick_interval),
     ClockJob("reconcile", EVERY_MINUTE, clock.reconcile_once,
              "Keep the queue in step with approved posts: insert, move and withdraw their rows."),
     ClockJob("forget-keys", EVERY_HOUR, clock.forget_keys_once,
-             "Forget Idempotency-Key records older than the time keys are kept (24 hours by default)."),
+             "Forget Idempotency-Key records older than the time keys are kept (24 hours by default).", period=HOURLY),
     ClockJob("expand", EVERY_HOUR, clock.expand_once,
-             "Materialize every active recurring rule's next 14 days of occurrences; catch up missed hours."),
+             "Materialize every active recurring rule's next 14 days of occurrences; catch up missed hours.",
+             period=HOURLY),
     ClockJob("dispatch-works", every_work_dispatch_interval, works.dispatch_works_once,
-             "Recover stuck generations, then claim each due work schedule and hand its run to the works queue."),
+             "Recover stuck generations, then claim each due work schedule and hand its run to the works queue.",
+             period=lambda policy: policy.work_dispatch_interval),
     ClockJob("drip-advance", EVERY_MINUTE, clock.drip_advance_once,
              "Advance drip enrollments: settle ended sends, re-mint held ones, mint every step due within the minute."),
     ClockJob("archive", EVERY_HOUR, retention.archive_once,
              "Copy terminal history older than TICKWORK_RETENTION_DAYS into monthly archive files, then prune it; "
-             "prune old clock runs, outbox entries and heartbeats.", dry_run=retention.archive_dry_run),
+             "prune old clock runs, outbox entries and heartbeats.", dry_run=retention.archive_dry_run, period=HOURLY),
+    ClockJob("alerts", EVERY_MINUTE, alerts_pass,
+             "Evaluate the alert rules: raise what holds, remind after each cooldown, resolve what stopped; "
+             "prints {fired, resolved, firing}."),
 ]
 
 

@@ -8,12 +8,14 @@ builds its hooks with :func:`install_hooks`. A new wing adds its tables module a
 
 from models.accounts import idempotency, tables as accounts_tables  # noqa: F401
 from models.actions import archived_keys, tables as actions_tables  # noqa: F401
+from models.alerts import tables as alerts_tables  # noqa: F401
 from models.channels import outbox, tables as channels_tables  # noqa: F401
 from models.clock import tables as clock_tables  # noqa: F401
 from models.core.base import Base
 from models.core.hooks import Hooks
 from models.drips import hooks as drips_hooks, tables as drips_tables  # noqa: F401
 from models.imports import tables as imports_tables  # noqa: F401
+from models.media import tables as media_tables  # noqa: F401
 from models.notifications import tables as notifications_tables  # noqa: F401
 from models.posts import hooks as posts_hooks, tables as posts_tables  # noqa: F401
 from models.retention import tables as retention_tables  # noqa: F401

@@ -9,6 +9,12 @@ if ! command -v chromium >/dev/null 2>&1; then
   (apt-get install -y -q chromium >/dev/null 2>&1) || (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null)
 fi
 
+# promtool for the Prometheus kit's tests (docs/ops/), from Debian's prometheus package: the only one that ships it.
+if ! command -v promtool >/dev/null 2>&1; then
+  (apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1) \
+    || (apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends prometheus >/dev/null)
+fi
+
 # PostgreSQL on 127.0.0.1:5432 (trust auth); start it when it is not running.
 if ! pg_isready -q -h 127.0.0.1 -p 5432; then
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start

@@ -142,6 +142,7 @@ def app_config(database_url, clock, tmp_path):
         "TICKWORK_CLOCK": clock,
         "TICKWORK_POLICY": {},
         "TICKWORK_EGRESS_ALLOW": EGRESS_ALLOW,
+        "TICKWORK_MEDIA_DIR": str(tmp_path / "media"),
     }
 
 

@@ -6,6 +6,7 @@ import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from models.alerts.operator import direct_destinations as alert_destinations, rule_settings as alert_rule_settings
 from models.core.egress import parse_allow
 from models.core.errors import ConfigurationError
 from models.core.files import make_private_dir
@@ -68,6 +69,14 @@ def default_settings(instance_path: str) -> dict:
         "TICKWORK_BASE_URL": os.environ.get("TICKWORK_BASE_URL") or None,
         # Exceptions to the egress policy (models/core/egress.py): CIDRs and host names, comma-separated.
         "TICKWORK_EGRESS_ALLOW": os.environ.get("TICKWORK_EGRESS_ALLOW") or "",
+        # Alerts (models/alerts/operator.py): the instance rules' settings, and where instance alerts go directly.
+        **{name: os.environ.get(name) or None for name in ALERT_SETTINGS},
+        # The media library: its folder (every host mounts it, like the archive folder) and the
+        # largest file of each kind, in bytes.
+        "TICKWORK_MEDIA_DIR": os.environ.get("TICKWORK_MEDIA_DIR") or str(instance / "media"),
+        "TICKWORK_MEDIA_MAX_IMAGE_BYTES": os.environ.get("TICKWORK_MEDIA_MAX_IMAGE_BYTES") or 20 * 1024 * 1024,
+        "TICKWORK_MEDIA_MAX_GIF_BYTES": os.environ.get("TICKWORK_MEDIA_MAX_GIF_BYTES") or 15 * 1024 * 1024,
+        "TICKWORK_MEDIA_MAX_VIDEO_BYTES": os.environ.get("TICKWORK_MEDIA_MAX_VIDEO_BYTES") or 100 * 1024 * 1024,
     }
 
 
@@ -77,8 +86,12 @@ def finish_settings(config: dict, instance_path: str) -> None:
     check_secret_key(config["SECRET_KEY"])
     check_base_url(config.get("TICKWORK_BASE_URL"))
     parse_allow(config.get("TICKWORK_EGRESS_ALLOW"))  # a bad entry stops the start, naming it
+    config["TICKWORK_ALERT_RULES"] = alert_rule_settings(config.get("TICKWORK_ALERT_RULES_JSON"))
+    config["TICKWORK_ALERT_DESTINATIONS"] = alert_destinations(config)
     for name in RETENTION_DAYS:
         config[name] = check_days(name, config.get(name))
+    for name in MEDIA_SIZES:
+        config[name] = check_bytes(name, config.get(name))
     uri = config["SQLALCHEMY_DATABASE_URI"]
     check_database_url(uri)
     if uri.startswith("postgresql://") or uri.startswith("postgres://"):
@@ -93,8 +106,27 @@ def finish_settings(config: dict, instance_path: str) -> None:
         make_private_dir(Path(uri.removeprefix("sqlite:///")).parent)
 
 
+ALERT_SETTINGS = ("TICKWORK_ALERT_RULES_JSON", "TICKWORK_ALERT_SMTP_URL", "TICKWORK_ALERT_EMAIL_TO",
+                  "TICKWORK_ALERT_EMAIL_FROM", "TICKWORK_ALERT_WEBHOOK_URL", "TICKWORK_ALERT_WEBHOOK_SECRET",
+                  "TICKWORK_ALERT_WATCHDOG")
+
 RETENTION_DAYS = ("TICKWORK_RETENTION_DAYS", "TICKWORK_CLOCK_RUN_RETENTION_DAYS", "TICKWORK_OUTBOX_RETENTION_DAYS",
                   "TICKWORK_HEARTBEAT_RETENTION_DAYS")
+
+
+MEDIA_SIZES = ("TICKWORK_MEDIA_MAX_IMAGE_BYTES", "TICKWORK_MEDIA_MAX_GIF_BYTES", "TICKWORK_MEDIA_MAX_VIDEO_BYTES")
+
+
+def check_bytes(name: str, value) -> int:
+    """A media size limit: a whole number of bytes, from 1 KiB to 4 GiB."""
+    try:
+        size = int(str(value).strip())
+    except ValueError:
+        size = 0
+    if size < 1024 or size > 4 * 1024**3:
+        raise ConfigurationError(f"{name} {value!r}: expected a whole number of bytes from 1024 to 4294967296, "
+                                 "such as 20971520")
+    return size
 
 
 def check_days(name: str, value) -> int:

@@ -18,12 +18,20 @@ What a template sees:
 | ``campaign``      | ``name``                                                         |
 | ``step``          | ``number`` (1-based)                                             |
 | ``unsubscribe_url`` | the contact's one-click unsubscribe link (email steps)          |
+
+A template is read before it is saved (:func:`template_references`): a name outside this table
+(``{{ contact.nonexistent }}``, ``{{ plan }}``) is refused at save and at activation, since every
+contact would fail at that step; ``attributes.X`` is the marketer's own field, which some
+contacts may lack, so a save says how many enrolled contacts lack it and offers ``default``
+(``{{ attributes.plan | default('friend') }}``), which renders for everyone.
 """
 
 import re
 from functools import lru_cache
 
-from jinja2 import ChainableUndefined, StrictUndefined, TemplateError, TemplateSyntaxError, UndefinedError
+from dataclasses import dataclass, field as dataclass_field
+
+from jinja2 import ChainableUndefined, StrictUndefined, TemplateError, TemplateSyntaxError, UndefinedError, nodes
 from jinja2.sandbox import SecurityError
 
 from models.core.errors import InvalidInput
@@ -39,6 +47,89 @@ _ENV = BudgetedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailin
 _TRIAL_ENV = BudgetedSandbox(undefined=ChainableUndefined, autoescape=False, keep_trailing_newline=True)
 _MISSING = (re.compile(r"has no attribute '([^']+)'"), re.compile(r"'([^']+)' is undefined"),
             re.compile(r"no element '?([^']+?)'?$"))
+
+
+# What each name a template sees holds (the module docstring's table); attributes are free-form.
+KNOWN_FIELDS = {
+    "contact": frozenset({"name", "first_name", "email", "phone", "timezone", "attributes"}),
+    "campaign": frozenset({"name"}),
+    "step": frozenset({"number"}),
+    "attributes": None,
+    "unsubscribe_url": frozenset(),
+}
+
+
+_JINJA_OWN = frozenset({"loop", "self", "caller", "varargs", "kwargs"})
+
+
+@dataclass
+class References:
+    """What a template refers to: names no contact can have, and attributes not guarded by ``default``."""
+
+    unknown: list[str] = dataclass_field(default_factory=list)
+    attributes: list[str] = dataclass_field(default_factory=list)
+
+
+def _attribute_of(node) -> tuple[str, str] | None:
+    """``(root, name)`` for ``root.name`` or ``root['name']`` on a top-level name."""
+    if isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Name):
+        return node.node.name, node.attr
+    if (isinstance(node, nodes.Getitem) and isinstance(node.node, nodes.Name) and isinstance(node.arg, nodes.Const)
+            and isinstance(node.arg.value, str)):
+        return node.node.name, node.arg.value
+    return None
+
+
+def _contact_attribute(node) -> str | None:
+    """``X`` for ``contact.attributes.X`` or ``attributes.X`` (either notation)."""
+    if isinstance(node, (nodes.Getattr, nodes.Getitem)):
+        name = node.attr if isinstance(node, nodes.Getattr) else (
+            node.arg.value if isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str) else None)
+        if name is None:
+            return None
+        inner = node.node
+        if isinstance(inner, nodes.Name) and inner.name == "attributes":
+            return name
+        if _attribute_of(inner) == ("contact", "attributes"):
+            return name
+    return None
+
+
+def template_references(source: str) -> References:
+    """What ``source`` (a template that compiles) refers to; names it sets itself are its own."""
+    tree = _ENV.parse(source)
+    own = {target.name for target in tree.find_all(nodes.Name) if target.ctx in ("store", "param")}
+    own |= {macro.name for macro in tree.find_all(nodes.Macro)}
+    found = References()
+    guarded: set[int] = set()
+    for flt in tree.find_all(nodes.Filter):
+        if flt.name in ("default", "d") and flt.node is not None:
+            guarded.add(id(flt.node))
+    for node in tree.find_all(nodes.Name):
+        if node.ctx == "load" and node.name not in KNOWN_FIELDS and node.name not in own and node.name not in (
+                _ENV.globals) and node.name not in _JINJA_OWN:
+            found.unknown.append(node.name)
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
+        pair = _attribute_of(node)
+        if pair is not None and pair[0] not in own:
+            allowed = KNOWN_FIELDS.get(pair[0])
+            if allowed is not None and pair[1] not in allowed:
+                found.unknown.append(f"{pair[0]}.{pair[1]}")
+        attribute = _contact_attribute(node)
+        if attribute is not None and id(node) not in guarded and attribute not in found.attributes:
+            found.attributes.append(attribute)
+    found.unknown = list(dict.fromkeys(found.unknown))
+    return found
+
+
+def check_template_fields(source: str, field: str) -> None:
+    """Refuse (422 naming ``field``) a template that refers to something no contact has."""
+    unknown = template_references(source).unknown
+    if unknown:
+        raise InvalidInput(
+            f"{field} refers to {unknown[0]!r}, which no contact has; a template may use contact.name, "
+            "contact.first_name, contact.email, contact.phone, contact.timezone, attributes.<your field>, "
+            "campaign.name, step.number and unsubscribe_url", field=field, code="unknown_field")
 
 
 class TemplateProblem(Exception):
@@ -95,6 +186,7 @@ def check_template(source, field: str, *, required: bool = True) -> str | None:
     except RecursionError:
         raise InvalidInput(f"{field} is not a valid template: it nests too deeply", field=field,
                            code="bad_template") from None
+    check_template_fields(source, field)
     _tried_on_a_sample(source, field)
     return source
 

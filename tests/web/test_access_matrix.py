@@ -50,6 +50,9 @@ LEAST_ROLE = {
     "posts.import_upload": "marketer", "posts.import_commit": "marketer",
     # a person's own calendar feed address: every member may make and revoke theirs
     "feeds.make_feed": "marketer", "feeds.revoke_feed": "marketer",
+    # alerts: ops act on them, admins choose where they go and the rules; each member chooses their own
+    "alerts.acknowledge": "ops", "alerts.silence": "ops", "alerts.add_destination": "admin",
+    "alerts.remove_destination": "admin", "alerts.save_rule": "admin", "alerts.save_preferences": "marketer",
     # the API: the same rules, by bearer token
     "api_actions.create": "marketer", "api_actions.cancel": "ops", "api_actions.reschedule": "ops",
     "api_actions.retry": "admin",
@@ -65,6 +68,9 @@ LEAST_ROLE = {
     "api_works.create": "ops", "api_works.remove": "ops",
     "api_post_imports.posts_csv": "marketer", "api_post_imports.commit_posts": "marketer",
     "api_work_schedules.put": "ops", "api_work_schedules.delete": "ops", "api_work_schedules.run": "ops",
+    # the media library: every member adds, describes and removes items
+    "media.upload": "marketer", "media.describe": "marketer", "media.delete": "marketer",
+    "api_media.create": "marketer", "api_media.update": "marketer", "api_media.delete": "marketer",
 }
 PARAMETER_TOKENS = re.compile(r"<[^>]+>")
 # Routes that end what they act on go last, so the routes before them find it still there.
@@ -89,7 +95,9 @@ def plausible_form(ids: dict) -> dict:
             "shift": "+1h", "cadence": "daily", "enable": "1", "rrule": "FREQ=WEEKLY", "repeat": "daily",
             "starts_local": "2026-06-03T09:00", "pipeline": "log", "phone": "+15555550123",
             "contact": str(ids["contact_id"]), "post": str(ids["post_id"]), "subject": "Hi", "step_count": "1",
-            "channel": "main", "action_type": "send_email", "target_key": "x@example.test", "status": "draft"}
+            "channel": "main", "action_type": "send_email", "target_key": "x@example.test", "status": "draft",
+            "hours": "4", "recipient": "ops-room", "rule": "channel_failures", "threshold": "20",
+            "delivery-channel_failures": "digest"}
 
 
 # A valid body for each API route that takes one (the API refuses fields it does not know); others get none.
@@ -114,6 +122,7 @@ def plausible_json(endpoint: str, ids: dict) -> dict | None:
         "api_drips.update_contact": {"name": "Renamed"},
         "api_works.create": {"name": "Another", "pipeline": "log"},
         "api_work_schedules.put": {"cadence": "weekly"},
+        "api_media.update": {"alt": "A green square"},
     }.get(endpoint)
 
 
@@ -182,7 +191,7 @@ def test_another_workspaces_ids_are_not_found_and_change_nothing(app, world):
             assert changed_tables(before, snapshot(app)) == [], (method, rule.rule)
     # Every id kind a route takes was tried, so the list above cannot quietly shrink.
     assert kinds >= {"action_id", "post_id", "channel_id", "membership_id", "contact_id", "campaign_id",
-                     "enrollment_id", "rule_id", "work_id", "import_id"}, kinds
+                     "enrollment_id", "rule_id", "work_id", "import_id", "alert_id", "destination_id", "media_id"}, kinds
     report("cross_workspace", requests=len(tried), routes=len({(m, r) for m, r, *_ in tried}), workspaces=2,
            id_kinds=sorted(kinds), server_errors=0)
 

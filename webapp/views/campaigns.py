@@ -330,7 +330,11 @@ def _contact_from_form(workspace_id: int) -> int:
     exact = [c for c in found if c.email == raw.lower() or c.phone == raw]
     if len(exact) == 1:
         return exact[0].id
-    raise InvalidInput("Give a contact's id, email or phone.", field="contact", code="unknown_contact")
+    if not raw:
+        raise InvalidInput("Give a contact's id, email or phone.", field="contact", code="missing")
+    what = "email" if "@" in raw else ("phone" if raw.lstrip("+").replace(" ", "").isdecimal() else "id, email or phone")
+    raise InvalidInput(f"No contact has the {what} {raw[:100]}; add them under Contacts first, or check for a typo.",
+                       field="contact", code="unknown_contact")
 
 
 @bp.post("/campaigns/<int:campaign_id>/upload")

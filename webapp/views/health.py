@@ -6,7 +6,9 @@ workspace's content, and monitors have no one to sign in.
 
 from flask import Blueprint, Response, jsonify, render_template
 
-from jobs.periodic import CLOCK_JOBS
+from jobs.alerts import database_path
+from jobs.periodic import CLOCK_JOBS, clock_job_periods
+from models.alerts.metrics import alert_metrics
 from models.accounts.tables import Role
 from models.core.database import db
 from models.core.runtime import runtime
@@ -106,8 +108,20 @@ def metrics():
         exported = Gauge(gauge.name, gauge.help, [gauge.label], registry=registry)
         for label, value in values.items():
             exported.labels(**{gauge.label: label}).set(value)
+    _alert_numbers(registry, report.now)
     return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST.split(";")[0],
                     headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def _alert_numbers(registry, now) -> None:
+    """What the alert rules look at (models/alerts/metrics.py), so Prometheus can alert on the same."""
+    from prometheus_client import Gauge
+
+    for family in alert_metrics(db.session, now, job_periods=clock_job_periods(runtime().policy),
+                                database_path=database_path()):
+        exported = Gauge(family.name, family.help, list(family.labels), registry=registry)
+        for labels, value in family.values.items():
+            (exported.labels(*labels) if family.labels else exported).set(value)
 
 
 class _Fixed:
