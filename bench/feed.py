@@ -1,5 +1,5 @@
 """Benchmark: four calendar-feed fetches at once against the dashboard's /queue, through the web
-process ``tickwork serve`` starts (gunicorn, two sync workers), on SQLite.
+process ``tickwork serve`` starts (gunicorn, two workers of four threads), on SQLite.
 
 One workspace (America/New_York) holds about 6,700 feed events in the window: 5,000 ad-hoc
 actions and five daily recurring rules' occurrences (minted or planned). A signed-in member asks
@@ -206,7 +206,7 @@ def report(figures: dict) -> str:
                     f"{got['queue_n']} |")
     return "\n".join([
         f"Measured by `bench/feed.py` on {machine()}, on a machine other work was sharing: the web process "
-        f"`tickwork serve` starts (gunicorn, two sync workers), SQLite; a feed of {figures['events']:,} events, "
+        f"`tickwork serve` starts (gunicorn, two workers of four threads), SQLite; a feed of {figures['events']:,} events, "
         f"{figures['size'] / 1024:,.0f} KiB. A signed-in member asks for `/queue` every 100 ms while four fetches "
         "of the feed run at once. Each web process builds a feed once per version of the workspace's schedule "
         "and keeps it; a fetch with the ETag is a 304. Each feed address may fetch `TICKWORK_FEED_RATE_LIMIT` "

@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+WEB_THREADS = 4
 GRACE_SECONDS = 15  # at least; more when the consumers' drain is longer (see for_single_box)
 POLL_SECONDS = 0.5
 MAX_RESTART_DELAY = 30.0
@@ -58,8 +59,10 @@ class Supervisor:
         if consumers < 1:
             raise ValueError("serve needs at least one consumer")
         python = sys.executable
+        # Threads in each web process: one slow request (a calendar feed built afresh, a large export)
+        # holds one thread, not the process, so the dashboard keeps answering beside it.
         web = [python, "-m", "gunicorn", APP, "--bind", f"{host}:{port}", "--workers", str(web_workers),
-               "--graceful-timeout", "10", "--access-logfile", "-", "--logger-class", ACCESS_LOGGER]
+               "--threads", str(WEB_THREADS), "--graceful-timeout", "10", "--access-logfile", "-", "--logger-class", ACCESS_LOGGER]
         consumer = [python, "-m", "flask", "--app", APP, "consumer", "--workers", str(consumer_workers)]
         children = [Child("web", web), Child("consumer", consumer)]
         children += [Child(f"consumer-{n}", [*consumer, "--no-periodic"]) for n in range(2, consumers + 1)]

@@ -19,6 +19,7 @@ address (an email, a phone), a channel secret or a payload beyond its title: the
 names a channel by its name, an action by its ``title`` (else its type).
 """
 
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 from icalendar import Timezone
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from models.actions.tables import Origin, ScheduledAction, Status
@@ -131,8 +132,10 @@ def post_events(session: Session, workspace_id: int, window: FeedWindow, zone: s
 
 def action_events(session: Session, workspace_id: int, window: FeedWindow, zone: str) -> list[FeedEvent]:
     """Rows that are not a post's: recurring occurrences (by rule and slot) and a person's ad-hoc actions."""
-    rows = session.scalars(
-        select(ScheduledAction).where(
+    # The columns an event needs, not whole rows: thousands of them are read at once.
+    rows = session.execute(
+        select(ScheduledAction.id, ScheduledAction.thing_id, ScheduledAction.status, ScheduledAction.publish_at,
+               ScheduledAction.channel_id, ScheduledAction.payload, ScheduledAction.action_type).where(
             ScheduledAction.workspace_id == workspace_id, ScheduledAction.publish_at >= window.start,
             ScheduledAction.publish_at < window.end, ScheduledAction.status.in_(SHOWN),
             ScheduledAction.origin.in_([Origin.RECURRING.value, Origin.PERSON.value]))
@@ -189,36 +192,38 @@ def planned_occurrence_events(session: Session, workspace_id: int, window: FeedW
 def drip_day_events(session: Session, workspace_id: int, window: FeedWindow, zone: str) -> list[FeedEvent]:
     """One all-day event per campaign and local day: its sends that day, minted or planned, counted by status."""
     days = (window.last - window.first).days + 1
+    # Each local day's UTC start (days differ in length across DST); an instant's day is found by bisection,
+    # here, not by a CASE of a year and more of days in the query.
     bounds = [resolve_wall_time(window.first + timedelta(days=n), time(0), zone).instant for n in range(days + 1)]
     counts: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
     names: dict[int, str] = {}
-    minted_day = case(*[(ScheduledAction.publish_at < bound, n) for n, bound in enumerate(bounds[1:])])
     minted = session.execute(
-        select(Campaign.id, Campaign.name, minted_day.label("day"), ScheduledAction.status, func.count())
+        select(Campaign.id, Campaign.name, ScheduledAction.publish_at, ScheduledAction.status)
         .select_from(ScheduledAction)
         .join(Send, Send.attempt_id == ScheduledAction.id)
         .join(Enrollment, Enrollment.id == Send.enrollment_id)
         .join(Campaign, Campaign.id == Enrollment.campaign_id)
         .where(ScheduledAction.workspace_id == workspace_id, ScheduledAction.origin == Origin.DRIP.value,
                ScheduledAction.publish_at >= window.start, ScheduledAction.publish_at < window.end,
-               ScheduledAction.status.in_(SHOWN))
-        .group_by(Campaign.id, Campaign.name, minted_day, ScheduledAction.status))
-    planned_day = case(*[(Enrollment.next_send_at < bound, n) for n, bound in enumerate(bounds[1:])])
+               ScheduledAction.status.in_(SHOWN)))
     planned = session.execute(
-        select(Campaign.id, Campaign.name, planned_day.label("day"), func.count())
+        select(Campaign.id, Campaign.name, Enrollment.next_send_at)
         .select_from(Enrollment).join(Campaign, Campaign.id == Enrollment.campaign_id)
         .where(and_(Enrollment.workspace_id == workspace_id, Enrollment.status == EnrollmentStatus.ACTIVE.value,
                     Enrollment.waiting_send_id.is_(None), Enrollment.next_send_at >= window.start,
-                    Enrollment.next_send_at < window.end))
-        .group_by(Campaign.id, Campaign.name, planned_day))
-    for campaign_id, name, index, status, count in minted:
-        if index is not None:
+                    Enrollment.next_send_at < window.end)))
+    for campaign_id, name, at, status in minted:
+        index = bisect_right(bounds, at) - 1
+        if 0 <= index < days:
             names[campaign_id] = name
-            counts[(campaign_id, index)][status] = count
-    for campaign_id, name, index, count in planned:
-        if index is not None:
+            day = counts[(campaign_id, index)]
+            day[status] = day.get(status, 0) + 1
+    for campaign_id, name, at in planned:
+        index = bisect_right(bounds, at) - 1
+        if 0 <= index < days:
             names[campaign_id] = name
-            counts[(campaign_id, index)]["planned"] = count
+            day = counts[(campaign_id, index)]
+            day["planned"] = day.get("planned", 0) + 1
     order = ("published", "failed", "submitted", "queued", "planned")
     events = []
     for (campaign_id, index), by_status in sorted(counts.items()):
