@@ -196,3 +196,23 @@ def test_no_500_for_garbage_on_any_works_route(app, work, browser_for):
     assert schedule_row(app, work) is not None
     with app.app_context(), read_session() as session:
         assert session.scalar(select(WorkSchedule.cadence)) == "weekly"
+
+
+def test_the_day_and_time_picker_previews_the_next_run_saves_nothing_then_saves_it(app, work, browser_for):
+    browser = browser_for("ops")
+    before = schedule_row(app, work)
+    typed = "cadence=weekly&weekday=friday&time=17:30&billingMode=subscription&maxFailureBeforePause=3&enable=on"
+    preview = browser.get(f"/works/{work}/schedule-form?preview=1&{typed}", htmx=True)
+    body = preview.get_data(as_text=True)
+    assert preview.status_code == 200 and "the next run would be Fri 05 Jun 2026, 17:30" in body
+    assert 'value="friday" selected' in body and "Run now" in body
+    assert schedule_row(app, work).next_run_at == before.next_run_at
+    bad = browser.get(f"/works/{work}/schedule-form?preview=1&{typed.replace('17:30', '25:00')}", htmx=True)
+    assert "time is a wall time HH:MM" in bad.get_data(as_text=True)
+    form = {"cadence": "weekly", "weekday": "friday", "time": "17:30", "dayOfMonth": "", "billingMode": "subscription",
+            "maxFailureBeforePause": "3", "enable": "on"}
+    assert browser.post(f"/works/{work}/schedule", form, htmx=True).status_code == 200
+    saved = schedule_row(app, work)
+    assert (saved.anchor_local.weekday(), saved.anchor_local.strftime("%H:%M")) == (4, "17:30")
+    assert browser.post(f"/works/{work}/schedule", {**form, "maxFailureBeforePause": "4"}, htmx=True).status_code == 200
+    assert schedule_row(app, work).next_run_at == saved.next_run_at  # naming the same day and time keeps the grid
