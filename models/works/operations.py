@@ -20,7 +20,8 @@ Where the slots sit (issue 22, item 1):
   slot already past is due at the dispatcher's next pass.
 - ``weekday`` (weekly), ``dayOfMonth`` (monthly) and ``time`` (``HH:MM``, daily, weekly and
   monthly) name the grid instead (:func:`~models.timing.cadence.named_grid`); what is not
-  named comes from the rule's first slot.
+  named comes from the schedule's grid (or the rule's anchor); naming what the grid already
+  is changes nothing.
 - A paused schedule keeps its grid: re-enabling sets nextRunAt to the grid's next slot after
   now (missed slots are not caught up) and failureCount back to 0. Only a new cadence, or
   a named day or time, lays a new grid; saving otherwise keeps nextRunAt.
@@ -238,6 +239,18 @@ def _new_grid(session: Session, work: Work, cadence: Cadence, named: NamedSlot, 
         raise _bad_zone(exc) from None
 
 
+def _names_another_grid(schedule: WorkSchedule, named: NamedSlot) -> bool:
+    """True when the named weekday, day of month or time differ from the schedule's grid (naming it again keeps it)."""
+    if not named:
+        return False
+    anchor = schedule.anchor_local_naive
+    if anchor is None:
+        return True
+    return ((named.weekday is not None and named.weekday != anchor.weekday())
+            or (named.day_of_month is not None and named.day_of_month != anchor.day)
+            or (named.wall_time is not None and named.wall_time != anchor.time()))
+
+
 def _kept_grid_slot(schedule: WorkSchedule, *, now: datetime, zone: str) -> datetime:
     """A paused schedule re-enabled: its own grid's next slot after now (missed slots are not caught up)."""
     try:
@@ -329,7 +342,8 @@ def put_schedule(session: Session, workspace_id: int, work_id: int, *, enable=UN
     schedule.updated_at = now
     session.flush()
 
-    new_grid = bool(named) or (new_cadence is not None and new_cadence.value != schedule.cadence)
+    cadence_changed = new_cadence is not None and new_cadence.value != schedule.cadence
+    new_grid = cadence_changed or _names_another_grid(schedule, named)
 
     def lay():
         return _new_grid(session, work, effective_cadence, named, now=now, zone=zone, context=context,

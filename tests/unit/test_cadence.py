@@ -531,3 +531,69 @@ def _walk_to_first_slot_after(grid, after, zone):
         if instant > after:
             return instant
     raise AssertionError("the walk found no slot")
+
+
+# -- issue 22: the first slot follows the last generation, and named days --------------------------------
+
+MINUTE = timedelta(minutes=1)
+NY = "America/New_York"
+
+
+def test_round_up_lands_on_the_dispatchers_grid_and_keeps_an_instant_already_on_it():
+    from models.timing.cadence import round_up
+
+    assert round_up(datetime(2026, 6, 1, 12, 0, tzinfo=UTC), MINUTE) == datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+    assert round_up(datetime(2026, 6, 1, 12, 0, 0, 1, tzinfo=UTC), MINUTE) == datetime(2026, 6, 1, 12, 1, tzinfo=UTC)
+    assert round_up(datetime(2026, 6, 1, 12, 56, 1, tzinfo=UTC), timedelta(minutes=5)) == datetime(
+        2026, 6, 1, 13, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("cadence, last, now, first", [
+    # a week after Monday 09:00 (13:00Z), enabled on Thursday: next Monday at the same wall time
+    ("weekly", datetime(2026, 6, 1, 13, 0, tzinfo=UTC), datetime(2026, 6, 4, 12, 0, tzinfo=UTC),
+     datetime(2026, 6, 8, 13, 0, tzinfo=UTC)),
+    # across the fall-back change the wall time stays 09:00 (14:00Z in EST)
+    ("weekly", datetime(2026, 10, 26, 13, 0, tzinfo=UTC), datetime(2026, 10, 29, 12, 0, tzinfo=UTC),
+     datetime(2026, 11, 2, 14, 0, tzinfo=UTC)),
+    # monthly from 31 January clamps to February's last day
+    ("monthly", datetime(2027, 1, 31, 14, 0, tzinfo=UTC), datetime(2027, 2, 1, 12, 0, tzinfo=UTC),
+     datetime(2027, 2, 28, 14, 0, tzinfo=UTC)),
+    # elapsed cadences step in elapsed time from the generation, rounded up to the minute
+    ("every_8_hours", datetime(2026, 6, 1, 12, 0, 30, tzinfo=UTC), datetime(2026, 6, 1, 13, 0, tzinfo=UTC),
+     datetime(2026, 6, 1, 20, 1, tzinfo=UTC)),
+    # never generated: one cadence after now
+    ("daily", None, datetime(2026, 6, 1, 12, 0, tzinfo=UTC), datetime(2026, 6, 2, 12, 0, tzinfo=UTC)),
+    # a first slot already past is due at the next pass
+    ("daily", datetime(2026, 5, 1, 13, 0, tzinfo=UTC), datetime(2026, 6, 1, 12, 0, 10, tzinfo=UTC),
+     datetime(2026, 6, 1, 12, 1, tzinfo=UTC)),
+])
+def test_first_grid_runs_one_cadence_after_the_last_generation_or_now(cadence, last, now, first):
+    from models.timing.cadence import first_grid
+
+    grid, found = first_grid(cadence, last_generation=last, now=now, zone=NY, dispatch_interval=MINUTE)
+    assert found == first
+    if last is not None and not grid.cadence.is_elapsed:  # the generation is the grid's anchor
+        assert grid.anchor_local == to_local(last, NY).replace(tzinfo=None)
+
+
+def test_named_grid_takes_the_named_parts_and_the_rest_from_the_default():
+    from datetime import time
+
+    from models.timing.cadence import named_grid
+
+    now = datetime(2026, 6, 3, 12, 0, tzinfo=UTC)  # Wednesday 08:00 in New York
+    default = datetime(2026, 6, 1, 9, 0)
+    friday = named_grid("weekly", now=now, zone=NY, default_wall=default, weekday=4, wall_time=time(17, 30))
+    assert next_slot(friday, now, NY) == datetime(2026, 6, 5, 21, 30, tzinfo=UTC)
+    monday = named_grid("weekly", now=now, zone=NY, default_wall=default)
+    assert next_slot(monday, now, NY) == datetime(2026, 6, 8, 13, 0, tzinfo=UTC)
+    last_day = named_grid("monthly", now=datetime(2027, 2, 2, tzinfo=UTC), zone=NY, default_wall=default,
+                          day_of_month=31)
+    assert last_day.anchor_local == datetime(2027, 1, 31, 9, 0)
+    assert slots_between(last_day, datetime(2027, 2, 2, tzinfo=UTC), datetime(2027, 5, 1, tzinfo=UTC), NY,
+                         limit=5) == [datetime(2027, 2, 28, 14, 0, tzinfo=UTC), datetime(2027, 3, 31, 13, 0, tzinfo=UTC),
+                                      datetime(2027, 4, 30, 13, 0, tzinfo=UTC)]
+    daily = named_grid("daily", now=now, zone=NY, default_wall=default, wall_time=time(7, 0))
+    assert next_slot(daily, now, NY) == datetime(2026, 6, 4, 11, 0, tzinfo=UTC)
+    with pytest.raises(ValueError, match="elapsed time"):
+        named_grid("hourly", now=now, zone=NY, default_wall=default)

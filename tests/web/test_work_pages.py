@@ -205,3 +205,23 @@ def test_the_documented_notifications_settings_page_answers_a_get(app, world, br
     page = browser_for("admin").get("/notifications").get_data(as_text=True)
     assert 'id="notification-settings"' in page
     assert browser_for(None).get("/notifications/settings").status_code == 302
+
+
+def test_the_day_and_time_picker_previews_the_next_run_saves_nothing_then_saves_it(app, work, browser_for):
+    browser = browser_for("ops")
+    before = schedule_row(app, work)
+    typed = "cadence=weekly&weekday=friday&time=17:30&billingMode=subscription&maxFailureBeforePause=3&enable=on"
+    preview = browser.get(f"/works/{work}/schedule-form?preview=1&{typed}", htmx=True)
+    body = preview.get_data(as_text=True)
+    assert preview.status_code == 200 and "the next run would be Fri 05 Jun 2026, 17:30" in body
+    assert 'value="friday" selected' in body and "Run now" in body
+    assert schedule_row(app, work).next_run_at == before.next_run_at
+    bad = browser.get(f"/works/{work}/schedule-form?preview=1&{typed.replace('17:30', '25:00')}", htmx=True)
+    assert "time is a wall time HH:MM" in bad.get_data(as_text=True)
+    form = {"cadence": "weekly", "weekday": "friday", "time": "17:30", "dayOfMonth": "", "billingMode": "subscription",
+            "maxFailureBeforePause": "3", "enable": "on"}
+    assert browser.post(f"/works/{work}/schedule", form, htmx=True).status_code == 200
+    saved = schedule_row(app, work)
+    assert (saved.anchor_local.weekday(), saved.anchor_local.strftime("%H:%M")) == (4, "17:30")
+    assert browser.post(f"/works/{work}/schedule", {**form, "maxFailureBeforePause": "4"}, htmx=True).status_code == 200
+    assert schedule_row(app, work).next_run_at == saved.next_run_at  # naming the same day and time keeps the grid

@@ -12,7 +12,7 @@ from jobs.works import works_context
 from models.accounts.tables import Role
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput
-from models.timing.cadence import Cadence
+from models.timing.cadence import WEEKDAYS, Cadence
 from models.works.access import may_edit_works
 from models.works.operations import create_work, delete_work, put_schedule, run_now
 from models.works.plugins import installed_plugins, usable_by_capability
@@ -23,6 +23,7 @@ from webapp.views.context import is_htmx, render_page, require_role, viewer
 
 bp = Blueprint("works", __name__)
 
+CALENDAR_CADENCES = (Cadence.DAILY.value, Cadence.WEEKLY.value, Cadence.MONTHLY.value)
 CAPABILITY_LABELS = {"ai": "AI", "search": "Search", "screenshot": "Screenshot",
                      "contentExtractor": "Content extractor", "pipeline": "Pipeline"}
 
@@ -34,20 +35,30 @@ def _cadence_choices(plan: str, billing: str) -> list[dict]:
              "refusal": plans.refusal(plan, cadence, billing)} for cadence in Cadence]
 
 
+def _grid_values(schedule) -> dict:
+    """The weekday, day of month and wall time a calendar schedule's grid names (empty for the others)."""
+    anchor = schedule.anchor_local_naive if schedule is not None and schedule.anchor_local is not None else None
+    if anchor is None:
+        return {"weekday": "", "dayOfMonth": "", "time": ""}
+    return {"weekday": WEEKDAYS[anchor.weekday()], "dayOfMonth": str(anchor.day), "time": anchor.strftime("%H:%M")}
+
+
 def _form_values(schedule, form=None) -> dict:
     """What the schedule form shows: what was typed, else the schedule, else a fresh one."""
     if form is not None:
-        return {"cadence": form.get("cadence", ""), "billingMode": form.get("billingMode") or "subscription",
+        return {"weekday": form.get("weekday", ""), "dayOfMonth": form.get("dayOfMonth", ""),
+                "time": form.get("time", ""),"cadence": form.get("cadence", ""), "billingMode": form.get("billingMode") or "subscription",
                 "maxFailureBeforePause": form.get("maxFailureBeforePause", "3"),
                 "overlapPolicy": form.get("overlapPolicy") or "skip",
                 "enable": form.get("enable") == "on",
                 "overrides": {cap: form.get(f"override_{cap}", "") for cap in PROVIDER_CAPABILITIES}}
     if schedule is None:
-        return {"cadence": "daily", "billingMode": "subscription", "maxFailureBeforePause": "3", "enable": True,
+        return {**_grid_values(None), "cadence": "daily", "billingMode": "subscription", "maxFailureBeforePause": "3",
+                "enable": True,
                 "overlapPolicy": "skip",
                 "overrides": {cap: "" for cap in PROVIDER_CAPABILITIES}}
     overrides = schedule.provider_overrides or {}
-    return {"cadence": schedule.cadence, "billingMode": schedule.billing_mode,
+    return {**_grid_values(schedule), "cadence": schedule.cadence, "billingMode": schedule.billing_mode,
             "maxFailureBeforePause": str(schedule.max_failure_before_pause), "enable": schedule.status == "active",
             "overlapPolicy": schedule.overlap_policy,
             "overrides": {cap: overrides.get(cap, "") for cap in PROVIDER_CAPABILITIES}}
@@ -136,7 +147,16 @@ def _schedule_fields(form) -> dict:
         raise InvalidInput(f"Failures before pausing is a whole number from 1 to {MAX_FAILURES_BEFORE_PAUSE}.",
                            field="maxFailureBeforePause", code="out_of_range")
     overrides = {cap: form.get(f"override_{cap}") or None for cap in PROVIDER_CAPABILITIES}
-    return dict(enable=form.get("enable") == "on", cadence=form.get("cadence") or "",
+    cadence = form.get("cadence") or ""
+    named = {}
+    if cadence == Cadence.WEEKLY.value and form.get("weekday"):
+        named["weekday"] = form["weekday"]
+    if cadence == Cadence.MONTHLY.value and (form.get("dayOfMonth") or "").strip():
+        day = form["dayOfMonth"].strip()
+        named["day_of_month"] = int(day) if day.isdecimal() and len(day) <= 2 else day
+    if cadence in CALENDAR_CADENCES and form.get("time"):
+        named["wall_time"] = form["time"]
+    return dict(**named, enable=form.get("enable") == "on", cadence=form.get("cadence") or "",
                 billing_mode=form.get("billingMode") or "", max_failure_before_pause=int(raw),
                 overlap_policy=form.get("overlapPolicy") or "skip",
                 provider_overrides={cap: value for cap, value in overrides.items() if value})
@@ -190,7 +210,36 @@ def schedule_form(work_id: int):
     form = request.args if "cadence" in request.args else None
     if form is not None and form.get("billingMode") not in {mode.value for mode in BillingMode}:
         form = None
+    if form is not None and request.args.get("preview") == "1":
+        note, error = _preview(work.id, form)
+        return render_template("works/_schedule.html", **_schedule_card(work, form=form, note=note, error=error))
     return render_template("works/_schedule.html", **_schedule_card(work, form=form))
+
+
+class _Preview(Exception):
+    """Rolls back the dry run of a schedule form once its next run is read."""
+
+
+def _preview(work_id: int, form) -> tuple[str | None, DomainError | None]:
+    """What saving the form would make the next run, saving nothing: (the words, or the refusal)."""
+    v = viewer()
+    context = works_context()
+    try:
+        fields = _schedule_fields(form)
+        with write_session() as session:
+            change = put_schedule(session, v.workspace.id, work_id, actor=v.actor, role=v.role,
+                                  now=context.clock.now(), context=context, **fields)
+            next_run = change.schedule.next_run_at
+            raise _Preview
+    except _Preview:
+        pass
+    except DomainError as error:
+        db.session.rollback()
+        return None, error
+    db.session.rollback()
+    if next_run is None:
+        return "Saved like this, the schedule would be paused: no next run.", None
+    return f"Saved like this, the next run would be {v.local(next_run).strftime('%a %d %b %Y, %H:%M %Z')}.", None
 
 
 @bp.post("/works/<int:work_id>/pause")
