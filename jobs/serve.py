@@ -57,8 +57,10 @@ class Supervisor:
         if consumers < 1:
             raise ValueError("serve needs at least one consumer")
         python = sys.executable
+        # No control socket: gunicorn's default is one path per user (~/.gunicorn/gunicorn.ctl), which
+        # a second instance on the same box would take over; serve never uses it.
         web = [python, "-m", "gunicorn", APP, "--bind", f"{host}:{port}", "--workers", str(web_workers),
-               "--graceful-timeout", "10", "--access-logfile", "-"]
+               "--graceful-timeout", "10", "--access-logfile", "-", "--no-control-socket"]
         consumer = [python, "-m", "flask", "--app", APP, "consumer", "--workers", str(consumer_workers)]
         children = [Child("web", web), Child("consumer", consumer)]
         children += [Child(f"consumer-{n}", [*consumer, "--no-periodic"]) for n in range(2, consumers + 1)]
