@@ -60,9 +60,12 @@ class Supervisor:
             raise ValueError("serve needs at least one consumer")
         python = sys.executable
         # Threads in each web process: one slow request (a calendar feed built afresh, a large export)
-        # holds one thread, not the process, so the dashboard keeps answering beside it.
+        # holds one thread, not the process, so the dashboard keeps answering beside it. No control
+        # socket: gunicorn's default is one path per user (~/.gunicorn/gunicorn.ctl), which a second
+        # instance on the same box would take over; serve never uses it.
         web = [python, "-m", "gunicorn", APP, "--bind", f"{host}:{port}", "--workers", str(web_workers),
-               "--threads", str(WEB_THREADS), "--graceful-timeout", "10", "--access-logfile", "-", "--logger-class", ACCESS_LOGGER]
+               "--threads", str(WEB_THREADS), "--graceful-timeout", "10", "--access-logfile", "-",
+               "--logger-class", ACCESS_LOGGER, "--no-control-socket"]
         consumer = [python, "-m", "flask", "--app", APP, "consumer", "--workers", str(consumer_workers)]
         children = [Child("web", web), Child("consumer", consumer)]
         children += [Child(f"consumer-{n}", [*consumer, "--no-periodic"]) for n in range(2, consumers + 1)]

@@ -2,13 +2,15 @@
 
 from datetime import time, timedelta
 
+from sqlalchemy import select
+
 from models.accounts.members import add_member
 from models.accounts.workspaces import create_workspace
 from models.actions import lifecycle
 from models.actions.scheduling import NewAction, insert_action
 from models.actions.tables import CancelKind, FailureCode, Origin
 from models.channels.operations import save_channel
-from models.accounts.tables import Role
+from models.accounts.tables import Role, Workspace
 from models.core.database import write_session
 from models.core.moves import Actor
 from models.drips.operations import activate_campaign, create_campaign, create_contact, enroll
@@ -42,10 +44,18 @@ _BODIES = [
 ]
 
 
+def _sign_in_lines() -> str:
+    people = "\n".join(f"  {email:<22} {role}" for email, role in DEMO_PEOPLE)
+    return f"Sign in with any of these, password {DEMO_PASSWORD!r}:\n{people}"
+
+
 def load_demo(runtime) -> str:
-    """Create the demo workspace and return the login lines to print."""
+    """Create the demo workspace and return the login lines to print; when it is already there,
+    change nothing and print the sign-in again (a second ``scripts/run.sh`` is not an error)."""
     now = runtime.now()
     with write_session() as session:
+        if session.scalar(select(Workspace.id).where(Workspace.name == DEMO_WORKSPACE)) is not None:
+            return f"Demo workspace {DEMO_WORKSPACE!r} is already loaded.\n{_sign_in_lines()}"
         workspace = create_workspace(session, name=DEMO_WORKSPACE, zone="America/New_York", plan="pro", now=now)
         for email, role in DEMO_PEOPLE:
             add_member(session, workspace.id, email=email, role=role, password=DEMO_PASSWORD, now=now)
@@ -60,11 +70,7 @@ def load_demo(runtime) -> str:
         _demo_rules(session, workspace.id, runtime.policy, now)
         _demo_drip(session, workspace.id, runtime, now)
         _demo_works(session, workspace.id, runtime, now)
-    people = "\n".join(f"  {email:<22} {role}" for email, role in DEMO_PEOPLE)
-    return (
-        f"Demo workspace {DEMO_WORKSPACE!r} is ready.\n"
-        f"Sign in with any of these, password {DEMO_PASSWORD!r}:\n{people}"
-    )
+    return f"Demo workspace {DEMO_WORKSPACE!r} is ready.\n{_sign_in_lines()}"
 
 
 _REFUSALS = {

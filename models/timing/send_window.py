@@ -281,7 +281,8 @@ def _held_note(due: datetime, opening: ResolvedTime, window: SendWindow, zone_na
     )
     if opening.shift is WallTimeShift.GAP:
         note += f" ({window.start:%H:%M} does not exist that day: the clocks spring forward)"
-    return note + "."
+    # The window is kept in the contact's zone, which may not be the page's: say which it is.
+    return note + f", {zone_name} time."
 
 
 def _day_in_words(day: date) -> str:

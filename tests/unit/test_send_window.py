@@ -53,7 +53,7 @@ def test_a_step_due_at_ten_past_three_waits_until_nine_and_says_so():
     assert instant == at(2026, 6, 2, 13, 0)
     assert note == (
         "Due 03:10 on Tuesday 2 June, outside the send window (Mon–Fri 09:00–20:00): "
-        "held until the send window opens at 09:00 on Tuesday 2 June."
+        "held until the send window opens at 09:00 on Tuesday 2 June, America/New_York time."
     )
 
 

@@ -173,3 +173,19 @@ def test_planned_drip_steps_show_on_the_calendar_and_enrollments_on_the_health_n
     assert "Week two: 3 planned" in calendar and f'href="/campaigns/{campaign_id}"' in calendar
     metrics = client.get("/metrics").get_data(as_text=True)
     assert 'tickwork_drip_enrollments{state="waiting"} 3.0' in metrics
+
+
+def test_every_time_on_the_enrollment_and_contact_pages_says_its_zone(app, world, browser_for):
+    # T0 is 08:00 in New York, 14:00 in Berlin: a Berlin contact's window of 15:00-18:00 holds the first step.
+    window = {"start": "15:00", "end": "18:00", "days": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]}
+    campaign_id = campaign(app, world.workspace_id, name="Berlin hours", window=window)
+    [person] = contacts(app, world.workspace_id, 1, prefix="berlin", zone="Europe/Berlin")
+    enroll(app, world.workspace_id, campaign_id, [person])
+    [enrollment] = enrollments(app, campaign_id)
+    browser = browser_for("marketer")
+    page = browser.get(f"/enrollments/{enrollment.id}").get_data(as_text=True)
+    assert "held until the send window opens at 15:00" in page and "Europe/Berlin time." in page
+    assert "09:00 EDT" in page  # the next send on the workspace's clock, labelled
+    contact = browser.get(f"/contacts/{person}").get_data(as_text=True)
+    assert "times in America/New_York (the workspace's); their own zone is Europe/Berlin" in contact
+    assert "times in Europe/Berlin" not in contact

@@ -175,3 +175,28 @@ document.addEventListener("htmx:error", function (event) {
     zone.requestSubmit();
   });
 })();
+
+// A row that replaces itself (Cancel, Retry, Reschedule) keeps the keyboard's place: the focus was
+// inside the old row, so it goes to the new one (its first control, else the row itself), never
+// back to the page's body.
+(function () {
+  var focusedRow = null;
+  document.addEventListener("htmx:before:swap", function () {
+    var active = document.activeElement;
+    var row = active && active.closest ? active.closest("tr[id^='action-']") : null;
+    focusedRow = row ? row.id : null;
+  });
+  document.addEventListener("htmx:after:swap", function () {
+    if (!focusedRow) { return; }
+    var id = focusedRow;
+    focusedRow = null;
+    var active = document.activeElement;
+    if (active && active !== document.body && active.isConnected) { return; }
+    var row = document.getElementById(id);
+    if (!row) { return; }
+    var control = row.querySelector("td.row-actions button, td.row-actions a, td.row-actions input");
+    if (control) { control.focus(); return; }
+    row.setAttribute("tabindex", "-1");
+    row.focus();
+  });
+})();
