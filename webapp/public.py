@@ -25,6 +25,8 @@ PUBLIC_ROUTES: dict[str, str] = {
     "feeds.feed": "a person's calendar feed token in the URL, stored hashed, live only while they are a member; "
                   "a wrong or revoked one answers 404",
     "drip_public.twilio_inbound": "X-Twilio-Signature: HMAC-SHA1 of the URL and parameters with the channel's auth token",
+    "media.public_file": "a media link's token: one item's id and an expiry, signed with a key derived from the app's "
+                         "secret; an altered or expired one answers 404",
 }
 
 
