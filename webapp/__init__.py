@@ -50,7 +50,8 @@ def create_app(test_config: dict | None = None) -> Flask:
     egress.configure(app.config["TICKWORK_EGRESS_ALLOW"])
     media_settings.configure(media_settings.MediaSettings(
         root=Path(app.config["TICKWORK_MEDIA_DIR"]), image_max_bytes=app.config["TICKWORK_MEDIA_MAX_IMAGE_BYTES"],
-        gif_max_bytes=app.config["TICKWORK_MEDIA_MAX_GIF_BYTES"], video_max_bytes=app.config["TICKWORK_MEDIA_MAX_VIDEO_BYTES"]))
+        gif_max_bytes=app.config["TICKWORK_MEDIA_MAX_GIF_BYTES"], video_max_bytes=app.config["TICKWORK_MEDIA_MAX_VIDEO_BYTES"],
+        base_url=app.config.get("TICKWORK_BASE_URL")))
     db.init_app(app)
     with app.app_context():
         configure_engine(db.engine)

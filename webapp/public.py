@@ -27,6 +27,8 @@ PUBLIC_ROUTES: dict[str, str] = {
     "invitations.show": "an invitation's id signed with the app's secret, expiring with it; shows the invitation "
                         "and changes nothing (answering it needs the invited person signed in, with a CSRF token)",
     "drip_public.twilio_inbound": "X-Twilio-Signature: HMAC-SHA1 of the URL and parameters with the channel's auth token",
+    "media.public_file": "a media link's token: one item's id and an expiry, signed with a key derived from the app's "
+                         "secret; an altered or expired one answers 404",
 }
 
 

@@ -1008,7 +1008,7 @@ def _call(provider, delivery: Delivery, channel: Channel, context: DispatchConte
     """The provider's answer for ``delivery``, its media attached as its declaration asks; a provider that
     raises is an unknown outcome, media that could not be read or prepared a send that never started."""
     try:
-        delivery = with_media(delivery, channel.kind, context.engine)
+        delivery = with_media(delivery, channel.kind, context.engine, box=context.secret_box, now=context.clock.now())
     except Exception as exc:  # a file the library took that Pillow now refuses, a read error: nothing went out
         log.exception("media of action %s could not be prepared for %s", delivery.action_id, channel.kind)
         return SendResult(SendOutcome.NOT_SENT, f"the media could not be prepared: {type(exc).__name__}: {exc}")

@@ -41,13 +41,18 @@ def needs_preparing(item: Media, rule: ImageRule | None) -> bool:
     return too_heavy or bool(too_large) or item.mime not in rule.formats
 
 
+def prepared_key(item: Media, rule: ImageRule) -> str:
+    """The name a prepared copy of ``item`` for ``rule`` is kept under."""
+    return hashlib.sha256(f"{item.sha256}:{rule!r}".encode()).hexdigest()
+
+
 def prepared_media(item: Media, rules: MediaRules, store: MediaStore) -> MediaFile:
     """``item`` as a network with ``rules`` gets it: prepared if it must be and may be, else as stored."""
     rule = rules.rule_for(item.kind)
     if not needs_preparing(item, rule):
         return MediaFile(media_id=item.id, kind=item.kind, mime=item.mime, data=store.read(item.sha256),
                          width=item.width, height=item.height, alt=item.alt or "", duration=item.duration)
-    key = hashlib.sha256(f"{item.sha256}:{rule!r}".encode()).hexdigest()
+    key = prepared_key(item, rule)
     cached = store.read_prepared(key)
     if cached is not None:
         with Image.open(io.BytesIO(cached)) as done:

@@ -2,22 +2,26 @@
 
 The dispatch calls :func:`with_media` just before a provider's ``send``, outside any write
 transaction. A provider that declares ``delivery = "upload"`` gets each item in
-``Delivery.media``, prepared for its rules (:mod:`models.media.preparing`); one that takes
+``Delivery.media``, prepared for its rules (:mod:`models.media.preparing`); one that declares
+``url`` gets a signed, expiring link to each (prepared) file (:mod:`models.media.links`); one that takes
 media by id (``log``, ``webhook``) or none gets the delivery as it was. An item gone from the
 library, or one that cannot be prepared, fails the send as permanent: another attempt would
 meet the same file.
 """
 
 from dataclasses import replace
+from datetime import datetime
 
 from sqlalchemy.engine import Engine
 
 from models.channels.providers import Delivery, SendOutcome, SendResult, accepts_for
-from models.channels.providers.accepts import UPLOAD
+from models.channels.providers.accepts import UPLOAD, URL
 from models.core.database import read_session
 from models.core.errors import InvalidInput
+from models.core.secrets_box import SecretBox
 from models.media.library import media_in_order
-from models.media.preparing import CannotPrepare, prepared_media
+from models.media.links import media_link
+from models.media.preparing import CannotPrepare, prepared_key, prepared_media
 from models.media.settings import media_settings
 
 
@@ -29,13 +33,20 @@ def media_ids_of(payload: dict) -> list[int]:
     return media
 
 
-def with_media(delivery: Delivery, kind: str, engine: Engine | None = None) -> Delivery | SendResult:
-    """``delivery`` with its media attached as ``kind``'s provider wants them, or the permanent failure why not."""
+def with_media(delivery: Delivery, kind: str, engine: Engine | None = None, *, box: SecretBox | None = None,
+               now: datetime | None = None) -> Delivery | SendResult:
+    """``delivery`` with its media attached as ``kind``'s provider wants them, or the permanent failure why not.
+
+    ``box`` and ``now`` sign the links of a provider that fetches media by URL.
+    """
     rules = accepts_for(kind).media
     ids = media_ids_of(delivery.payload)
-    if not ids or rules is None or rules.delivery != UPLOAD:
+    if not ids or rules is None or rules.delivery not in (UPLOAD, URL):
         return delivery
     settings = media_settings()
+    if rules.delivery == URL and (not settings.base_url or box is None or now is None):
+        return SendResult(SendOutcome.PERMANENT, f"{kind} fetches media from a link, and links need "
+                                                 "TICKWORK_BASE_URL (this Tickwork's public address); nothing was sent")
     with read_session(engine) as session:
         try:
             items = media_in_order(session, delivery.workspace_id, ids)
@@ -45,7 +56,11 @@ def with_media(delivery: Delivery, kind: str, engine: Engine | None = None) -> D
     files = []
     for number, item in enumerate(items, 1):
         try:
-            files.append(prepared_media(item, rules, settings.store))
+            prepared = prepared_media(item, rules, settings.store)
+            if rules.delivery == URL:
+                key = prepared_key(item, rules.rule_for(item.kind)) if prepared.prepared else None
+                prepared = replace(prepared, data=b"", url=media_link(settings.base_url, box, item.id, key, now))
+            files.append(prepared)
         except FileNotFoundError:
             return SendResult(SendOutcome.PERMANENT, f"media item {item.id}'s file is missing from the media folder "
                                                      f"({settings.root}); nothing was sent")

@@ -19,6 +19,7 @@ class MediaSettings:
     video_max_bytes: int = 100 * MIB
     max_pixels: int = MAX_PIXELS
     fetch_timeout: float = 30.0  # seconds for a link fetched into the library
+    base_url: str | None = None  # TICKWORK_BASE_URL: where signed media links point (networks that fetch by URL)
     store: MediaStore = field(init=False, repr=False)
 
     def __post_init__(self):

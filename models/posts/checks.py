@@ -2,13 +2,14 @@
 targets, its wall time."""
 
 import re
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from models.channels.providers import accepts_for
-from models.channels.providers.accepts import media_breaks, text_breaks, text_rules
+from models.channels.providers.accepts import Broken, Count, media_breaks, text_breaks, text_counts, text_rules
 from models.channels.tables import CHANNEL_NAME, Channel
 from models.core.errors import InvalidInput
 from models.core.policy import Policy
@@ -128,3 +129,30 @@ def check_wall_time(day: date, at: time, zone: str, now: datetime, policy: Polic
             code="in_the_past",
         )
     return resolved
+
+
+@dataclass(frozen=True)
+class TargetFit:
+    """How a post's body and media fit one target, for the composer's counter beside it."""
+
+    channel: Channel
+    counts: list[Count]
+    broken: Broken | None  # the first rule the body or the media break on this target
+
+
+def fit_on_targets(session: Session, workspace_id: int, body: str, channels: list[Channel], media) -> list[TargetFit]:
+    """Each target's counts of ``body`` (as its network counts) and the first rule the post breaks there.
+
+    What the composer shows live; the save runs :func:`check_body` and :func:`check_media`, the same
+    declarations, so a counter in the red is exactly a save that would be refused.
+    """
+    try:
+        facts = [facts_of(item) for item in media_in_order(session, workspace_id, media_ids(media))]
+    except InvalidInput:
+        facts = []  # the save names the bad id; the counters speak of what is known
+    fits = []
+    for channel in channels:
+        accepts = accepts_for(channel.kind)
+        fits.append(TargetFit(channel, text_counts(accepts, channel.config, body or ""),
+                              text_breaks(accepts, channel.config, body or "") or media_breaks(accepts, facts)))
+    return fits

@@ -47,7 +47,8 @@ def live(tmp_path_factory):
     migrate(url)
     clock = FrozenClock(T0)
     app = create_app({"TESTING": True, "SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": TEST_SECRET,
-                      "TICKWORK_QUEUE_URL": "immediate", "TICKWORK_CLOCK": clock, "TICKWORK_POLICY": {}})
+                      "TICKWORK_QUEUE_URL": "immediate", "TICKWORK_CLOCK": clock, "TICKWORK_POLICY": {},
+                      "TICKWORK_MEDIA_DIR": str(path.parent / "media")})
     world = make_world(app)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

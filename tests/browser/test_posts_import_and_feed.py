@@ -12,11 +12,11 @@ from models.posts.tables import Post
 pytestmark = pytest.mark.browser
 
 CSV = ("body,targets,date,time,media\n"
-       "Autumn menu,main,2026-09-14,09:00,https://example.com/menu.jpg\n"
+       "Autumn menu,main,2026-09-14,09:00,\n"
        "Spring forward,main,2027-03-14,02:30,\n"
        "No such day,main,2026-09-31,09:00,\n"
        "Nowhere,instagram,2026-09-14,09:00,\n"
-       "Autumn menu,main,2026-09-14,09:00,https://example.com/menu.jpg\n")
+       "Autumn menu,main,2026-09-14,09:00,\n")
 
 
 def test_a_csv_upload_shows_each_lines_fate_then_schedules_exactly_those(open_as, live, screens):

@@ -189,3 +189,60 @@ def test_a_png_becomes_jpeg_for_a_network_that_takes_only_jpeg(app, client, worl
     tick(app)
     [converted] = networks.sky.received[0].media
     assert converted.mime == "image/jpeg" and converted.data[:3] == b"\xff\xd8\xff" and converted.prepared
+
+
+FETCHES_BY_URL = Accepts(media=MediaRules(delivery="url", image=ImageRule(formats=frozenset({JPEG}), max_bytes=1_000_000,
+                                                                           may_prepare=True)))
+
+
+def _url_network(monkeypatch) -> Recorder:
+    """``sms`` (a twilio channel) as a network that fetches its media from a link, as Threads and Instagram do."""
+    fetcher = Recorder("twilio", FETCHES_BY_URL)
+    monkeypatch.setitem(providers.PROVIDERS, "twilio", types.SimpleNamespace(
+        kind="twilio", accepts=fetcher.accepts, honours_idempotency_key=False, send=fetcher.send))
+    return fetcher
+
+
+def _send_to_sms(app, client, world, clock, data: bytes) -> dict:
+    item = upload(client, world, data)
+    post = new_post(client, world, ["sms"], [item["id"]])
+    assert post.status_code == 201, post.json
+    client.post(f"/api/v1/posts/{post.json['id']}/approve", headers=world.auth("marketer"))
+    clock.advance(hours=2)
+    tick(app)
+    return client.get(f"/api/v1/posts/{post.json['id']}", headers=world.auth()).json
+
+
+def test_a_network_that_fetches_by_url_gets_a_signed_expiring_link_to_that_one_prepared_file(
+        app, client, world, clock, networks, channels, monkeypatch, app_config):
+    fetcher = _url_network(monkeypatch)
+    _send_to_sms(app, client, world, clock, noisy_jpeg(size=(1600, 1200)))
+    [linked] = fetcher.received[0].media
+    assert linked.url.startswith("https://tickwork.example/media/link/") and linked.data == b"" and linked.prepared
+    path = linked.url.removeprefix("https://tickwork.example")
+    anyone = app.test_client()  # no session, no token: the link proves itself
+    fetched = anyone.get(path)
+    assert fetched.status_code == 200 and fetched.mimetype == "image/jpeg" and len(fetched.data) <= 1_000_000
+    assert fetched.headers["X-Content-Type-Options"] == "nosniff"
+    token = path.rsplit("/", 1)[1]
+    altered = token[:-2] + ("AA" if not token.endswith("AA") else "BB")
+    assert anyone.get(f"/media/link/{altered}").status_code == 404
+    clock.advance(hours=7)  # past the link's six hours
+    assert anyone.get(path).status_code == 404
+
+
+@pytest.fixture
+def app_config(app_config, request):
+    if "link" in request.node.name:
+        app_config["TICKWORK_BASE_URL"] = "https://tickwork.example"
+    return app_config
+
+
+def test_without_a_base_url_a_network_that_fetches_by_url_fails_the_row_as_permanent(app, client, world, clock,
+                                                                                    networks, channels, monkeypatch):
+    fetcher = _url_network(monkeypatch)
+    shown = _send_to_sms(app, client, world, clock, png_bytes())
+    assert fetcher.received == []
+    assert [target["status"] for target in shown["targets"]] == ["failed"]
+    failed = client.get(f"/api/v1/actions/{shown['targets'][0]['action_id']}", headers=world.auth()).json
+    assert "TICKWORK_BASE_URL" in failed["last_error"], failed

@@ -3,14 +3,19 @@
 Every rule lives in :mod:`models.media`; these views parse the form, call it, and render.
 """
 
-from flask import Blueprint, flash, redirect, request, url_for
+import io
+
+from flask import Blueprint, Response, flash, redirect, request, url_for
+from PIL import Image
 
 from models.accounts.tables import Role
 from models.core.database import db, write_session
-from models.core.errors import DomainError, InvalidInput
+from models.core.errors import DomainError, InvalidInput, NotFound
 from models.core.runtime import runtime
 from models.media.library import add_media, delete_media, describe_media, get_media, list_media, remove_unused_file
+from models.media.links import link_target
 from models.media.settings import media_settings
+from models.media.tables import Media
 from webapp.api.media import file_answer
 from webapp.uploads import takes_media_upload
 from webapp.views.context import render_page, require_role, viewer
@@ -73,6 +78,29 @@ def upload():
 def file(media_id: int):
     """An item's bytes (its thumbnail on this page)."""
     return file_answer(get_media(db.session, viewer().workspace.id, media_id))
+
+
+@bp.get("/media/link/<token>")
+def public_file(token: str):
+    """One item's file (or its copy prepared for a network) by a signed, expiring link: for networks that fetch media."""
+    rt = runtime()
+    found = link_target(rt.secret_box, token, rt.now())
+    item = db.session.get(Media, found[0]) if found else None
+    if item is None:
+        raise NotFound("This media link is not valid, or has expired.")
+    store = media_settings().store
+    data = store.read_prepared(found[1]) if found[1] else store.read(item.sha256)
+    if data is None:
+        raise NotFound("This media link is not valid, or has expired.")
+    mime = item.mime
+    if found[1]:
+        with Image.open(io.BytesIO(data)) as prepared:
+            mime = Image.MIME.get(prepared.format, item.mime)
+    response = Response(data, mimetype=mime)
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response.cache_control.max_age = 300
+    return response
 
 
 @bp.post("/media/<int:media_id>/alt")

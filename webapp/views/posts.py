@@ -18,6 +18,7 @@ from models.core.runtime import runtime
 from models.imports.runs import commit, dry_run
 from models.media.fetching import fetch_links_into_library
 from models.media.settings import media_settings
+from models.posts.checks import fit_on_targets
 from models.posts.import_csv import MAX_POST_LINES, PostImport
 from webapp.uploads import takes_upload
 from webapp.views.context import is_htmx, render_page, require_role, viewer
@@ -72,6 +73,7 @@ def render_composer(post=None, *, error: DomainError | None = None, status: int 
     return render_page(
         "posts/composer.html", v=v, post=post, values=values, channels=_channels(v.workspace.id), delivery=delivery,
         error=error, note=note, preview=_preview(values.get("date"), values.get("time"), v.zone),
+        fits=_fits(values, v.workspace.id),
     ), status
 
 
@@ -93,6 +95,25 @@ def new():
     except InvalidInput:
         day = ""
     return render_composer(day=day)
+
+
+def _fits(values: dict, workspace_id: int):
+    named = [name for name in values.get("targets") or [] if isinstance(name, str)]
+    channels = [channel for channel in _channels(workspace_id) if channel.name in named]
+    media = [line.strip() for line in (values.get("media") or "").replace(",", "\n").splitlines() if line.strip()]
+    return fit_on_targets(db.session, workspace_id, values.get("body") or "", channels, media)
+
+
+@bp.get("/posts/counts")
+@require_role(Role.MARKETER)
+def counts():
+    """Each checked target's counter: the body counted as its network counts, and the first rule broken."""
+    v = viewer()
+    values = dict(body=request.args.get("body", ""), targets=request.args.getlist("targets"),
+                  media=request.args.get("media", ""))
+    if not is_htmx():
+        return redirect(url_for("posts.new"))
+    return render_template("posts/_counters.html", fits=_fits(values, v.workspace.id))
 
 
 @bp.get("/posts/preview-time")

@@ -36,6 +36,9 @@ class MediaFile:
     alt: str = ""
     duration: float | None = None  # seconds, when it could be read
     prepared: bool = False  # re-encoded for this network (else the library's bytes as stored)
+    # For a network that fetches media itself (``delivery = "url"``): a signed link to this one file,
+    # good for a few hours, under TICKWORK_BASE_URL; ``data`` is then empty.
+    url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,8 @@ class Delivery:
     config: dict
     secret: str | None = field(default=None, repr=False)
     # The payload's media, in order, as the provider's declaration asks (``accepts.media.delivery``
-    # is ``upload``): filled at send time; empty for a payload without media or a provider that takes ids.
+    # is ``upload``: the bytes; ``url``: a signed link each): filled at send time; empty for a payload
+    # without media or a provider that takes ids.
     media: tuple[MediaFile, ...] = ()
 
     @property
