@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-SECRET = "bench-secret"
+SECRET = "bench-secret-key-for-tickwork-32-bytes-at-least"
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)  # the frozen clock's instant, where a bench freezes it
 
 

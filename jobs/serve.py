@@ -21,6 +21,7 @@ GRACE_SECONDS = 15  # at least; more when the consumers' drain is longer (see fo
 POLL_SECONDS = 0.5
 MAX_RESTART_DELAY = 30.0
 APP = "webapp:create_app()"
+ACCESS_LOGGER = "webapp.access_log.GunicornAccessLogger"  # public routes' tokens redacted
 
 
 @dataclass
@@ -58,7 +59,7 @@ class Supervisor:
             raise ValueError("serve needs at least one consumer")
         python = sys.executable
         web = [python, "-m", "gunicorn", APP, "--bind", f"{host}:{port}", "--workers", str(web_workers),
-               "--graceful-timeout", "10", "--access-logfile", "-"]
+               "--graceful-timeout", "10", "--access-logfile", "-", "--logger-class", ACCESS_LOGGER]
         consumer = [python, "-m", "flask", "--app", APP, "consumer", "--workers", str(consumer_workers)]
         children = [Child("web", web), Child("consumer", consumer)]
         children += [Child(f"consumer-{n}", [*consumer, "--no-periodic"]) for n in range(2, consumers + 1)]

@@ -24,8 +24,8 @@ DEMO_WORKSPACE = "Demo Bakery"
 DEMO_PASSWORD = "tickwork-demo"
 DEMO_PEOPLE = [("admin@demo.test", "admin"), ("ops@demo.test", "ops"), ("marketer@demo.test", "marketer")]
 DEMO_CHANNELS = [
-    ("instagram", "log", "publish_post", {}),
-    ("newsletter", "log", "send_email", {}),
+    ("instagram", "log", "publish_post", {"sends": "publish_post"}),
+    ("newsletter", "log", "send_email", {"sends": "send_email"}),
     ("sms-alerts", "log", "send_sms", {"address": "phone"}),  # a log channel that delivers to phones
 ]
 DEMO_CONTACTS = [

@@ -15,6 +15,7 @@ from models.core.base import Base
 from models.core.hooks import Hooks
 from models.drips import hooks as drips_hooks, tables as drips_tables  # noqa: F401
 from models.imports import tables as imports_tables  # noqa: F401
+from models.media import tables as media_tables  # noqa: F401
 from models.notifications import tables as notifications_tables  # noqa: F401
 from models.posts import hooks as posts_hooks, tables as posts_tables  # noqa: F401
 from models.retention import tables as retention_tables  # noqa: F401

@@ -22,7 +22,7 @@ from models.timing.clock import FrozenClock
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN_URL = os.environ.get("TICKWORK_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-TEST_SECRET = "test-secret-key-for-tickwork"
+TEST_SECRET = "test-secret-key-for-tickwork-32-bytes-at-least"
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 # The suite's fakes listen on loopback: the egress policy opens exactly that, for this process and for
@@ -142,6 +142,7 @@ def app_config(database_url, clock, tmp_path):
         "TICKWORK_CLOCK": clock,
         "TICKWORK_POLICY": {},
         "TICKWORK_EGRESS_ALLOW": EGRESS_ALLOW,
+        "TICKWORK_MEDIA_DIR": str(tmp_path / "media"),
     }
 
 

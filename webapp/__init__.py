@@ -43,10 +43,14 @@ def create_app(test_config: dict | None = None) -> Flask:
     from models.core import egress, runtime
     from models.core.database import configure_engine, db
     from models.core.secrets_box import SecretBox
-    from webapp import api, assets, auth, cli, errors, limits, pages, public, uploads, watchdog
+    from models.media import settings as media_settings
+    from webapp import access_log, api, assets, auth, cli, errors, limits, pages, public, uploads, watchdog
     from webapp.extensions import csrf, migrate
 
     egress.configure(app.config["TICKWORK_EGRESS_ALLOW"])
+    media_settings.configure(media_settings.MediaSettings(
+        root=Path(app.config["TICKWORK_MEDIA_DIR"]), image_max_bytes=app.config["TICKWORK_MEDIA_MAX_IMAGE_BYTES"],
+        gif_max_bytes=app.config["TICKWORK_MEDIA_MAX_GIF_BYTES"], video_max_bytes=app.config["TICKWORK_MEDIA_MAX_VIDEO_BYTES"]))
     db.init_app(app)
     with app.app_context():
         configure_engine(db.engine)
@@ -68,6 +72,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     pages.init_app(app)
     assets.init_app(app)
     public.init_app(app)
+    access_log.init_app(app)
     limits.init_app(app)
     cli.init_app(app)
     watchdog.init_app(app)

@@ -309,6 +309,9 @@ cli.add_command(assets_command)
 
 def main():
     from models.core.errors import ConfigurationError
+    from models.core.files import set_private_umask
+
+    set_private_umask()  # before anything is created: the database, its WAL, the queue, backups
 
     try:
         cli.main(prog_name="tickwork")

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from models.alerts.operator import direct_destinations as alert_destinations, rule_settings as alert_rule_settings
 from models.core.egress import parse_allow
 from models.core.errors import ConfigurationError
+from models.core.files import make_private_dir
 from models.core.policy import Policy
 
 
@@ -19,7 +20,7 @@ def _secret_key(instance_path: Path) -> str:
         return from_env
     key_file = instance_path / "secret_key"
     if not key_file.exists():
-        instance_path.mkdir(parents=True, exist_ok=True)
+        make_private_dir(instance_path)
         fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:
             handle.write(secrets.token_urlsafe(48))
@@ -56,6 +57,7 @@ def default_settings(instance_path: str) -> dict:
         "TICKWORK_SIGNIN_LIMIT_PER_ACCOUNT": os.environ.get("TICKWORK_SIGNIN_LIMIT_PER_ACCOUNT") or "10 per 10 minutes",
         "TICKWORK_SIGNIN_LIMIT_PER_ADDRESS": os.environ.get("TICKWORK_SIGNIN_LIMIT_PER_ADDRESS") or "50 per 10 minutes",
         "TICKWORK_API_RATE_LIMIT": os.environ.get("TICKWORK_API_RATE_LIMIT") or "1200 per minute",
+        "TICKWORK_FEED_RATE_LIMIT": os.environ.get("TICKWORK_FEED_RATE_LIMIT") or "60 per hour",
         # Retention: terminal actions older than this are archived, then pruned; clock runs,
         # outbox entries and heartbeats are pruned after their own ages (days, whole numbers).
         "TICKWORK_ARCHIVE_DIR": os.environ.get("TICKWORK_ARCHIVE_DIR") or str(instance),
@@ -69,18 +71,27 @@ def default_settings(instance_path: str) -> dict:
         "TICKWORK_EGRESS_ALLOW": os.environ.get("TICKWORK_EGRESS_ALLOW") or "",
         # Alerts (models/alerts/operator.py): the instance rules' settings, and where instance alerts go directly.
         **{name: os.environ.get(name) or None for name in ALERT_SETTINGS},
+        # The media library: its folder (every host mounts it, like the archive folder) and the
+        # largest file of each kind, in bytes.
+        "TICKWORK_MEDIA_DIR": os.environ.get("TICKWORK_MEDIA_DIR") or str(instance / "media"),
+        "TICKWORK_MEDIA_MAX_IMAGE_BYTES": os.environ.get("TICKWORK_MEDIA_MAX_IMAGE_BYTES") or 20 * 1024 * 1024,
+        "TICKWORK_MEDIA_MAX_GIF_BYTES": os.environ.get("TICKWORK_MEDIA_MAX_GIF_BYTES") or 15 * 1024 * 1024,
+        "TICKWORK_MEDIA_MAX_VIDEO_BYTES": os.environ.get("TICKWORK_MEDIA_MAX_VIDEO_BYTES") or 100 * 1024 * 1024,
     }
 
 
 def finish_settings(config: dict, instance_path: str) -> None:
     if not config.get("SECRET_KEY"):
         config["SECRET_KEY"] = _secret_key(Path(instance_path))
+    check_secret_key(config["SECRET_KEY"])
     check_base_url(config.get("TICKWORK_BASE_URL"))
     parse_allow(config.get("TICKWORK_EGRESS_ALLOW"))  # a bad entry stops the start, naming it
     config["TICKWORK_ALERT_RULES"] = alert_rule_settings(config.get("TICKWORK_ALERT_RULES_JSON"))
     config["TICKWORK_ALERT_DESTINATIONS"] = alert_destinations(config)
     for name in RETENTION_DAYS:
         config[name] = check_days(name, config.get(name))
+    for name in MEDIA_SIZES:
+        config[name] = check_bytes(name, config.get(name))
     uri = config["SQLALCHEMY_DATABASE_URI"]
     check_database_url(uri)
     if uri.startswith("postgresql://") or uri.startswith("postgres://"):
@@ -92,7 +103,7 @@ def finish_settings(config: dict, instance_path: str) -> None:
         options.setdefault("pool_pre_ping", True)
         config["SQLALCHEMY_ENGINE_OPTIONS"] = options
     if uri.startswith("sqlite:///"):
-        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(Path(uri.removeprefix("sqlite:///")).parent)
 
 
 ALERT_SETTINGS = ("TICKWORK_ALERT_RULES_JSON", "TICKWORK_ALERT_SMTP_URL", "TICKWORK_ALERT_EMAIL_TO",
@@ -101,6 +112,21 @@ ALERT_SETTINGS = ("TICKWORK_ALERT_RULES_JSON", "TICKWORK_ALERT_SMTP_URL", "TICKW
 
 RETENTION_DAYS = ("TICKWORK_RETENTION_DAYS", "TICKWORK_CLOCK_RUN_RETENTION_DAYS", "TICKWORK_OUTBOX_RETENTION_DAYS",
                   "TICKWORK_HEARTBEAT_RETENTION_DAYS")
+
+
+MEDIA_SIZES = ("TICKWORK_MEDIA_MAX_IMAGE_BYTES", "TICKWORK_MEDIA_MAX_GIF_BYTES", "TICKWORK_MEDIA_MAX_VIDEO_BYTES")
+
+
+def check_bytes(name: str, value) -> int:
+    """A media size limit: a whole number of bytes, from 1 KiB to 4 GiB."""
+    try:
+        size = int(str(value).strip())
+    except ValueError:
+        size = 0
+    if size < 1024 or size > 4 * 1024**3:
+        raise ConfigurationError(f"{name} {value!r}: expected a whole number of bytes from 1024 to 4294967296, "
+                                 "such as 20971520")
+    return size
 
 
 def check_days(name: str, value) -> int:
@@ -135,6 +161,19 @@ def check_database_url(uri: str) -> None:
     if not uri.startswith(("sqlite://", "postgresql://", "postgres://", "postgresql+psycopg://")):
         raise ConfigurationError(f"TICKWORK_DATABASE_URL {uri.split('://', 1)[0]}://...: expected sqlite:///path "
                                  "or postgresql://user@host/database")
+
+
+MIN_SECRET_BYTES = 32
+
+
+def check_secret_key(key) -> None:
+    """TICKWORK_SECRET_KEY signs sessions and seals channel secrets: at least 32 bytes of it."""
+    length = len(key.encode() if isinstance(key, str) else bytes(key))
+    if length < MIN_SECRET_BYTES:
+        raise ConfigurationError(
+            f"TICKWORK_SECRET_KEY is {length} byte{'' if length == 1 else 's'} long; it must be at least "
+            f"{MIN_SECRET_BYTES} (make one with: python -c \"import secrets; print(secrets.token_urlsafe(48))\"), "
+            "or leave it unset to have one generated into the instance folder")
 
 
 def check_base_url(url: str | None) -> None:

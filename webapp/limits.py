@@ -15,6 +15,7 @@ from flask_limiter.util import get_remote_address
 
 SIGNIN_REFUSED = "Too many failed sign-ins; wait a few minutes and try again."
 API_REFUSED = "Too many requests with this token; slow down and retry after the time in Retry-After."
+FEED_REFUSED = "Too many fetches of this calendar feed; retry after the time in Retry-After."
 
 
 def _signin_account() -> str:
@@ -42,6 +43,12 @@ def _token() -> str:
     return "token:" + hashlib.sha256(given.encode("utf-8", "replace")).hexdigest()
 
 
+def _feed_token() -> str:
+    """The calendar feed's token (hashed), so each feed address has its own allowance."""
+    token = (request.view_args or {}).get("token") or ""
+    return "feed:" + hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
+
+
 def init_app(app: Flask) -> None:
     """Build the app's limiter and put the limits on sign-in and on every ``/api/`` blueprint."""
     limiter = Limiter(key_func=get_remote_address, headers_enabled=True, retry_after="delta-seconds",
@@ -62,3 +69,7 @@ def init_app(app: Flask) -> None:
     for blueprint in app.blueprints.values():
         if (blueprint.url_prefix or "").startswith("/api/"):
             per_token(blueprint)
+    # Each calendar feed address is limited on its own (a calendar app polls every few minutes).
+    per_feed = limiter.limit(lambda: current_app.config["TICKWORK_FEED_RATE_LIMIT"], key_func=_feed_token,
+                             error_message=FEED_REFUSED)
+    app.view_functions["feeds.feed"] = per_feed(app.view_functions["feeds.feed"])

@@ -86,13 +86,13 @@ def _sign_in_first():
 
 def init_app(app: Flask) -> None:
     from webapp.views import (
-        actions, alerts, calendar, campaigns, channels, contacts, drip_public, feeds, health, history, members, notifications,
-        outbox, posts, queue, recurring, settings, works,
+        actions, alerts, calendar, campaigns, channels, contacts, drip_public, feeds, health, history, media, members,
+        notifications, outbox, posts, queue, recurring, settings, works,
     )
 
     app.register_blueprint(bp)
     for module in (actions, calendar, campaigns, channels, contacts, drip_public, feeds, health, history, members,
-                   outbox, posts, queue, recurring, settings, works, notifications, alerts):
+                   outbox, posts, queue, recurring, settings, works, notifications, alerts, media):
         app.register_blueprint(module.bp)
 
     @app.context_processor

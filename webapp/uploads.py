@@ -25,6 +25,15 @@ def takes_upload(view):
     return wrapper
 
 
+def takes_media_upload(view):
+    """Mark ``view`` as one that reads a media file: up to the largest kind the media settings allow."""
+    from models.media.settings import media_settings
+
+    view = takes_upload(view)
+    view.upload_limit = lambda: media_settings().largest + 1024 * 1024  # the multipart envelope and the alt text
+    return view
+
+
 def uploaded_file() -> bytes:
     """The file a :func:`takes_upload` API route was sent: a multipart ``file`` field, or the raw body."""
     if request.files:
@@ -39,6 +48,8 @@ def uploaded_file() -> bytes:
 def _raise_limit_for_uploads():
     view = current_app.view_functions.get(request.endpoint or "")
     limit = getattr(view, "upload_limit", None)
+    if callable(limit):
+        limit = limit()
     if limit:
         request.max_content_length = limit
 

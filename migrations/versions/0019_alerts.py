@@ -4,7 +4,7 @@ New tables only; scheduled_actions is not altered, so its triggers (the publish 
 as they are on both dialects.
 
 Revision ID: 0019
-Revises: 0014
+Revises: 0016
 Create Date: 2026-12-02 01:03:14
 
 """
@@ -20,7 +20,7 @@ import models.core.types
 
 # revision identifiers, used by Alembic.
 revision = '0019'
-down_revision = '0014'
+down_revision = '0016'
 branch_labels = None
 depends_on = None
 

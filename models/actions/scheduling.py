@@ -171,10 +171,12 @@ def create_action(
     policy: Policy,
     actor: Actor,
     origin: Origin = Origin.PERSON,
+    time_field: str = "publish_at",
 ) -> ScheduledAction:
-    """Schedule ``new`` after checking its payload and time; a second active row for its key is a 409."""
+    """Schedule ``new`` after checking its payload and time; a second active row for its key is a 409.
+    ``time_field`` is the field the time was given in (``local_time``), which a refusal names."""
     check_payload(new.payload, policy)
-    check_publish_at(new.publish_at, now, policy)
+    check_publish_at(new.publish_at, now, policy, field=time_field)
     try:
         row = insert_action(session, workspace_id, new, now=now, actor=actor, origin=origin, reason="created")
     except DuplicateActiveAction:
@@ -228,7 +230,7 @@ def _refuse_by_rule(hooks: Hooks | None, session: Session, row: ScheduledAction,
 # minted rows"): each follows something else, which is what moves them. Rows of other origins
 # (a person's, a recurring rule's) are rescheduled as themselves.
 NOT_RESCHEDULED_BY_ORIGIN = {
-    Origin.RECONCILER.value: ("follows_post", "action #{id} follows post {thing}; move the post instead"),
+    Origin.RECONCILER.value: ("follows_post", "action #{id} follows post #{post}; move the post instead"),
     Origin.DRIP.value: ("follows_enrollment", "action #{id} is a drip send; it follows its enrollment"),
     Origin.SYSTEM.value: ("follows_notification",
                           "action #{id} sends notification {thing}; it is cancelled or retried, never moved"),
@@ -240,13 +242,15 @@ def reschedule_refusal(row: ScheduledAction) -> Conflict | None:
     if row.origin not in NOT_RESCHEDULED_BY_ORIGIN:
         return None
     code, words = NOT_RESCHEDULED_BY_ORIGIN[row.origin]
-    detail = {"post_id": row.thing_id} if code == "follows_post" else {}
-    return Conflict(words.format(id=row.id, thing=row.thing_id), code=code, **detail)
+    # A post's rows carry ``post:<id>`` (``post:<id>#<n>`` for a thread item): people read the id.
+    post = (row.thing_id or "").split(":", 1)[-1].split("#", 1)[0]
+    detail = {"post_id": int(post) if post.isdecimal() else row.thing_id} if code == "follows_post" else {}
+    return Conflict(words.format(id=row.id, thing=row.thing_id, post=post), code=code, **detail)
 
 
 def reschedule_action(
     session: Session, workspace_id: int, action_id: int, publish_at: datetime, *, now: datetime, policy: Policy,
-    actor: Actor, role: Role, hooks: Hooks | None = None,
+    actor: Actor, role: Role, hooks: Hooks | None = None, time_field: str = "publish_at",
 ) -> ScheduledAction:
     """Cancel ``action_id`` (kind ``rescheduled``) and insert its replacement, in one transaction.
 
@@ -259,7 +263,7 @@ def reschedule_action(
     if refusal is not None:
         raise refusal
     _refuse_by_rule(hooks, session, old, "reschedule")
-    check_publish_at(publish_at, now, policy)
+    check_publish_at(publish_at, now, policy, field=time_field)
     outcome = lifecycle.cancel(
         session, action_id, kind=CancelKind.RESCHEDULED, now=now, actor=actor, workspace_id=workspace_id,
         reason=f"rescheduled to {publish_at.isoformat()}",

@@ -32,6 +32,7 @@ from models.clock.heartbeats import HEARTBEAT_INTERVAL, live_consumers
 from models.clock.tables import ConsumerHeartbeat
 from models.core.database import configure_engine, read_session, write_session
 from models.core.errors import Conflict, InvalidInput
+from models.core.files import keep_private, make_private_dir
 from models.core.moves import Actor
 from models.backups.sqlite_files import TICKWORK_TABLES, check_database, online_copy, schema_revision, sha256_of
 
@@ -85,6 +86,7 @@ def take_backup(box: Box, destination: Path, *, now: datetime) -> dict:
             manifest["queue"] = {"file": QUEUE_FILE, "sha256": sha256_of(partial / QUEUE_FILE),
                                  "source": str(box.queue_database)}
         (partial / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        keep_private(partial / MANIFEST)
         if destination.exists():
             destination.rmdir()
         partial.rename(destination)
@@ -139,7 +141,7 @@ def restore_backup(source: Path, box: Box, *, live: Engine, revision: str, now: 
     _refuse_while_a_consumer_beats(live, box, now)
 
     taken_at = manifest["taken_at"]
-    box.app_database.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(box.app_database.parent)
     staging = Path(tempfile.mkstemp(prefix=".tickwork-restore.", suffix=".db", dir=box.app_database.parent)[1])
     try:
         online_copy(copy, staging)
@@ -189,7 +191,7 @@ def _restore_queue(source: Path, manifest: dict, box: Box) -> str:
         return "not in the backup; the live queue is left as it is (the tick hands due rows over again)"
     if box.queue_database is None:
         return "left out: this box's queue is not a SQLite file (the tick hands due rows over again)"
-    box.queue_database.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(box.queue_database.parent)
     online_copy(source / manifest["queue"]["file"], box.queue_database, single_file=False)
     return "restored"
 

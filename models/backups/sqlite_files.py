@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 
 from models.core.errors import InvalidInput
+from models.core.files import keep_private
 
 BUSY_TIMEOUT_SECONDS = 30
 # Tables every Tickwork app database has, whatever wings it carries.
@@ -24,6 +25,7 @@ def online_copy(source: Path, target: Path, *, single_file: bool = True) -> None
     otherwise ``target`` keeps its own journal mode (a live WAL database stays WAL).
     """
     with _connect(source) as src, _connect(target) as dst:
+        keep_private(target)  # before the copy is written: whatever SQLite adds beside it follows its mode
         src.backup(dst)
         if single_file:
             dst.execute("PRAGMA journal_mode = DELETE")

@@ -88,6 +88,7 @@ from models.core.runtime import Runtime
 from models.channels.providers.http import channel_client
 from models.channels.providers import Delivery, SendContext, SendOutcome, SendResult, is_local, provider_for
 from models.core.secrets_box import SecretBox, SecretUnreadable
+from models.media.sending import with_media
 
 log = logging.getLogger("tickwork.dispatch")
 
@@ -1004,7 +1005,15 @@ def send(action: ScheduledAction, channel: Channel, context: DispatchContext, *,
 
 
 def _call(provider, delivery: Delivery, channel: Channel, context: DispatchContext, *, http) -> SendResult:
-    """The provider's answer for ``delivery``; a provider that raises is an unknown outcome."""
+    """The provider's answer for ``delivery``, its media attached as its declaration asks; a provider that
+    raises is an unknown outcome, media that could not be read or prepared a send that never started."""
+    try:
+        delivery = with_media(delivery, channel.kind, context.engine)
+    except Exception as exc:  # a file the library took that Pillow now refuses, a read error: nothing went out
+        log.exception("media of action %s could not be prepared for %s", delivery.action_id, channel.kind)
+        return SendResult(SendOutcome.NOT_SENT, f"the media could not be prepared: {type(exc).__name__}: {exc}")
+    if isinstance(delivery, SendResult):
+        return delivery
     send_context = SendContext(now=context.clock.now(), timeout=context.policy.provider_timeout.total_seconds(),
                                http=http)
     try:

@@ -41,5 +41,12 @@ class TooLarge(DomainError):
     code = "payload_too_large"
 
 
+class Unavailable(DomainError):
+    """A service the request needs cannot take it now (a queue's storage unreachable); nothing was left half done."""
+
+    status = 503
+    code = "unavailable"
+
+
 class ConfigurationError(Exception):
     """A setting Tickwork cannot start with; the message names the setting and what it expects."""

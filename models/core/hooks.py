@@ -12,6 +12,7 @@ registered part in turn.
 | calendar sources | the calendar                               | "what else falls on these days?"                    | draft posts |
 | zone changes     | a workspace's change of time zone          | "move what follows the workspace's zone"            | approved posts, reconciled |
 | change rules     | a person's reschedule or retry of a row, per origin | "may a person do this to a row you minted?" (a refusal is raised as it is) | — |
+| media users      | the media library, before it deletes an item | "what of yours that is not archived refers to this item?" | posts not archived |
 """
 
 from collections.abc import Callable
@@ -72,6 +73,10 @@ ZoneChange = Callable[[Any, int, datetime, Any, Any], dict[str, int]]
 # is "reschedule" or "retry"; the rule runs inside the change's write transaction, before it.
 ChangeRule = Callable[[Any, Any, str], Exception | None]
 
+# (session, workspace id, media id) -> what refers to that media item and is not archived, in
+# words a person reads ("post 12"). The library refuses to delete an item while any answer is non-empty.
+MediaUsers = Callable[[Any, int, int], list[str]]
+
 
 @dataclass
 class Hooks:
@@ -87,6 +92,7 @@ class Hooks:
     # The app's policy (a models.core.policy.Policy), for checks that obey one of its windows.
     policy: Any = None
     change_rules: dict[str, list[ChangeRule]] = field(default_factory=dict)
+    media_users: list[MediaUsers] = field(default_factory=list)
 
     def add_pre_send_check(self, origin: str, check: PreSendCheck, *, decides_lateness: bool = False) -> None:
         """Ask ``check`` before any row of ``origin`` is claimed; with ``decides_lateness`` it alone
@@ -112,6 +118,14 @@ class Hooks:
     def add_change_rule(self, origin: str, rule: ChangeRule) -> None:
         """Ask ``rule`` before a person reschedules or retries a row of ``origin``."""
         self.change_rules.setdefault(origin, []).append(rule)
+
+    def add_media_users(self, users: MediaUsers) -> None:
+        """Ask ``users`` what refers to a media item before the library deletes it."""
+        self.media_users.append(users)
+
+    def users_of_media(self, session, workspace_id: int, media_id: int) -> list[str]:
+        """Everything not archived that refers to media item ``media_id``, from every wing."""
+        return [user for users in self.media_users for user in users(session, workspace_id, media_id)]
 
     def refusal(self, session, row, change: str) -> Exception | None:
         """Why a person may not make ``change`` to ``row``, from the rules of its origin; None when they may."""

@@ -15,6 +15,10 @@ DEFAULT_MAX_LATENESS = {
 }
 
 
+# The playbook bounds retries at 5: no override may raise a row's attempt budget above it.
+MAX_ATTEMPTS_BOUND = 5
+
+
 @dataclass(frozen=True)
 class Policy:
     max_attempts: int = 5
@@ -78,8 +82,11 @@ class Policy:
     def __post_init__(self):
         if not (self.provider_timeout < self.task_timeout < self.recovery_timeout):
             raise ValueError("timeouts must be ordered: provider call < Huey task < dead-worker recovery")
-        if self.max_attempts < 1 or self.tick_batch_size < 1:
-            raise ValueError("max_attempts and tick_batch_size are at least 1")
+        if not 1 <= self.max_attempts <= MAX_ATTEMPTS_BOUND:
+            raise ValueError(f"max_attempts is from 1 to {MAX_ATTEMPTS_BOUND} (the playbook bounds a row's attempts, "
+                             f"automatic or admin, at {MAX_ATTEMPTS_BOUND})")
+        if self.tick_batch_size < 1:
+            raise ValueError("tick_batch_size is at least 1")
         if not 1 <= self.dispatch_chunk <= 1000:
             raise ValueError("dispatch_chunk is from 1 to 1000 rows")
         if self.recurring_window <= timedelta(0) or self.recurring_max_per_day < 1:

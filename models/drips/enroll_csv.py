@@ -13,6 +13,7 @@ phone) or created; then it is enrolled.
 | ``invalid_email``   | no       | the email is not an address                                  |
 | ``invalid_phone``   | no       | the phone is not in E.164 form                               |
 | ``no_address``      | no       | neither an email nor a phone                                 |
+| ``no_address_for_channel`` | no | no address the campaign's channels deliver to (an email only, for SMS steps) |
 | ``unknown_zone``    | no       | the timezone is not an IANA zone                             |
 | ``invalid_value``   | no       | a name or attribute too long                                 |
 | ``two_contacts``    | no       | the email and the phone belong to two different contacts     |
@@ -38,7 +39,7 @@ from models.drips.checks import (
     check_phone,
     check_zone,
 )
-from models.drips.operations import check_enrollable, insert_enrollment
+from models.drips.operations import campaign_reaches, check_enrollable, contact_reached, insert_enrollment
 from models.drips.reading import current_version, get_campaign, version_steps
 from models.drips.tables import CampaignStatus, Contact, ContactStatus, Enrollment, EnrollmentStatus
 from models.imports.csv_file import CsvLine
@@ -111,6 +112,8 @@ class EnrollmentImport:
     def _classify(self, session: Session, workspace_id: int, campaign_id: int, lines: list[CsvLine],
                   state: dict) -> list[_Line]:
         checked = [_Line(line) for line in lines]
+        campaign = get_campaign(session, workspace_id, campaign_id)
+        reaches = campaign_reaches(session, campaign, version_steps(session, current_version(session, campaign.id).id))
         emails = [c.email for c in checked if c.fate is None and c.email]
         phones = [c.phone for c in checked if c.fate is None and c.phone]
         by_email = {c.email: c for c in session.scalars(select(Contact).where(
@@ -144,6 +147,11 @@ class EnrollmentImport:
                 c.fate = Fate("unsubscribed", False, f"contact #{c.contact.id} is {c.contact.status}")
             elif c.contact is not None and c.contact.id in enrolled:
                 c.fate = Fate("already_enrolled", False, f"contact #{c.contact.id} is enrolled already")
+            elif not contact_reached(reaches, email=c.email or (c.contact and c.contact.email),
+                                     phone=c.phone or (c.contact and c.contact.phone)):
+                have = "an email" if c.email else "a phone"
+                c.fate = Fate("no_address_for_channel", False,
+                              f"only {have}; this campaign sends to {' or '.join(sorted(reaches))}")
             else:
                 c.fate = Fate(ENROLL, True, f"contact #{c.contact.id}" if c.contact is not None else "a new contact")
         return checked

@@ -49,6 +49,7 @@ from models.drips.checks import (
 from models.drips.reading import current_version, get_campaign, get_contact, get_enrollment, version_steps
 from models.drips.schedule import contact_zone, plan_step, window_of
 from models.drips.sending import SendingContext, Sent, cancel_queued_attempts, mint_due
+from models.drips.templates import check_template_fields, template_references
 from models.drips.tables import (
     Campaign,
     CampaignStatus,
@@ -192,7 +193,42 @@ def update_campaign(session: Session, workspace_id: int, campaign_id: int, *, ch
     campaign.updated_at = now
     session.flush()
     retimed = retime_waiting(session, campaign_id=campaign.id, now=now) if retime else 0
+    if "steps" in changes:
+        note = " ".join(([note] if note else []) + attribute_warnings(session, campaign.id, specs)) or None
     return DripChange(campaign, note=note, counts={"retimed": retimed})
+
+
+def attribute_warnings(session: Session, campaign_id: int | None, specs) -> list[str]:
+    """For each step template using ``attributes.X`` without ``default``: how many contacts enrolled in
+    the campaign now lack X (they would leave at that step as ``send_failed``). Nothing is refused."""
+    needed: dict[str, list[str]] = {}
+    for index, spec in enumerate(specs):
+        for part in ("subject", "body"):
+            source = getattr(spec, part)
+            for name in template_references(source).attributes if source else ():
+                needed.setdefault(name, []).append(f"step {index + 1}'s {part}")
+    if not needed or campaign_id is None:
+        return []
+    held = list(session.scalars(select(Contact.attributes).join(Enrollment, Enrollment.contact_id == Contact.id).where(
+        Enrollment.campaign_id == campaign_id, Enrollment.status == EnrollmentStatus.ACTIVE.value)))
+    warnings = []
+    for name, places in needed.items():
+        lacking = sum(1 for attributes in held if (attributes or {}).get(name) in (None, ""))
+        if lacking:
+            warnings.append(f"{' and '.join(places)} use attributes.{name}, which {lacking} of the {len(held)} "
+                            f"enrolled contacts lack: they would leave at that step. Write "
+                            f"{{{{ attributes.{name} | default('…') }}}} to send them something instead.")
+    return warnings
+
+
+def _check_saved_templates(session: Session, campaign: Campaign) -> None:
+    """A campaign saved before its templates were read for unknown names is checked again at activation."""
+    version = current_version(session, campaign.id)
+    for index, step in enumerate(version_steps(session, version.id)):
+        for part in ("subject", "body"):
+            source = getattr(step, part)
+            if source:
+                check_template_fields(source, f"steps[{index}].{part}")
 
 
 def _email_steps_need_base_url(session: Session, campaign: Campaign, base_url: str | None) -> None:
@@ -215,6 +251,7 @@ def activate_campaign(session: Session, workspace_id: int, campaign_id: int, *, 
         return DripChange(campaign)
     if campaign.status == CampaignStatus.ARCHIVED.value:
         raise _conflict_state("campaign", campaign.id, campaign.status, "it cannot be activated again")
+    _check_saved_templates(session, campaign)
     _email_steps_need_base_url(session, campaign, base_url)
     move = campaign_moves.activate if campaign.status == CampaignStatus.DRAFT.value else campaign_moves.resume
     outcome = move(session, campaign, now=now, actor=actor)
@@ -276,12 +313,29 @@ def check_takes_enrollments(campaign: Campaign) -> None:
         raise _conflict_state("campaign", campaign.id, campaign.status, what)
 
 
-def check_enrollable(campaign: Campaign, contact: Contact) -> None:
-    """Refuse (409) a campaign that takes no enrollments, or a contact who may not be sent to."""
+def check_enrollable(campaign: Campaign, contact: Contact, reaches: frozenset[str] | None = None) -> None:
+    """Refuse (409) a campaign that takes no enrollments, or a contact who may not be sent to; and
+    (422 ``no_address_for_channel``) a contact with none of the addresses ``reaches`` names."""
     check_takes_enrollments(campaign)
     if contact.status != ContactStatus.SUBSCRIBED.value:
         raise Conflict(f"contact #{contact.id} is {contact.status}; they are never sent to again",
                        code=contact.status, field="contact_id")
+    if reaches is not None and not contact_reached(reaches, email=contact.email, phone=contact.phone):
+        raise InvalidInput(f"contact #{contact.id} has no {' or '.join(sorted(reaches))}, which every step of "
+                           f"campaign #{campaign.id} sends to", field="contact_id", code="no_address_for_channel")
+
+
+def campaign_reaches(session: Session, campaign: Campaign, steps: list) -> frozenset[str]:
+    """The addresses (``email``, ``phone``) the campaign's steps deliver to, through each step's channel
+    (else the campaign's)."""
+    channel_ids = {step.channel_id or campaign.channel_id for step in steps} or {campaign.channel_id}
+    channels = session.scalars(select(Channel).where(Channel.id.in_(channel_ids)))
+    return frozenset(address_kind(channel) for channel in channels)
+
+
+def contact_reached(reaches: frozenset[str], *, email: str | None, phone: str | None) -> bool:
+    """Whether a contact with these addresses can be sent at least one of the campaign's steps."""
+    return bool(("email" in reaches and email) or ("phone" in reaches and phone))
 
 
 def insert_enrollment(session: Session, campaign: Campaign, version: CampaignVersion, steps: list[Step],
@@ -313,9 +367,9 @@ def enroll(session: Session, workspace_id: int, campaign_id: int, contact_id, *,
     # lands wholly before this enrollment (and refuses it) or after (and ends it).
     campaign = get_campaign(session, workspace_id, campaign_id, share=True)
     contact = get_contact(session, workspace_id, contact_id, share=True)
-    check_enrollable(campaign, contact)
     version = current_version(session, campaign.id)
     steps = version_steps(session, version.id)
+    check_enrollable(campaign, contact, campaign_reaches(session, campaign, steps))
     zone = session.scalar(select(Workspace.timezone).where(Workspace.id == workspace_id))
     enrollment = insert_enrollment(session, campaign, version, steps, contact, zone, actor=actor, now=now,
                                    reason="enrolled")

@@ -30,6 +30,9 @@ class CalendarDay:
     counts: dict[str, int] = field(default_factory=dict)  # action_type -> rows that day
     actions: list[ScheduledAction] = field(default_factory=list)
     entries: list[CalendarEntry] = field(default_factory=list)  # what the wings put beside the actions
+    # For a busy day in the week view: each busy hour's counts per type (its rows are not loaded);
+    # the rows of its quiet hours are in ``actions``.
+    hour_counts: dict[int, dict[str, int]] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -46,9 +49,12 @@ def day_bounds(first: date, days: int, zone: str) -> list[datetime]:
 
 
 def lay_out(session: Session, workspace_id: int, first: date, days: int, zone: str,
-            statuses: tuple[str, ...], sources: list[CalendarSource] = ()) -> list[CalendarDay]:
+            statuses: tuple[str, ...], sources: list[CalendarSource] = (), *, hourly: bool = False) -> list[CalendarDay]:
     """The days from ``first``: per-type counts for all, the rows themselves for quiet days, and
-    each day's entries from the wings' calendar ``sources`` (see :mod:`models.core.hooks`)."""
+    each day's entries from the wings' calendar ``sources`` (see :mod:`models.core.hooks`).
+
+    With ``hourly`` (the week's hour grid), a busy day is counted again per local hour: the rows
+    of its quiet hours are loaded, its busy hours keep counts, so no row is left off the grid."""
     bounds = day_bounds(first, days, zone)
     calendar = [CalendarDay(first + timedelta(days=n), bounds[n], bounds[n + 1]) for n in range(days)]
     by_day = {day.day: day for day in calendar}
@@ -73,6 +79,8 @@ def lay_out(session: Session, workspace_id: int, first: date, days: int, zone: s
         if index is not None:
             calendar[index].counts[action_type] = count
     quiet = _spans([d for d in calendar if d.total and not d.busy])
+    if hourly:
+        quiet += _count_hours(session, [d for d in calendar if d.busy], in_range, zone)
     if quiet:
         rows = session.scalars(
             select(ScheduledAction).where(
@@ -88,6 +96,29 @@ def lay_out(session: Session, workspace_id: int, first: date, days: int, zone: s
                 current = next(by_start)
             current.actions.append(row)
     return calendar
+
+
+def _count_hours(session: Session, busy: list[CalendarDay], in_range, zone: str) -> list[tuple[datetime, datetime]]:
+    """Count each busy day's rows per local hour and type; the spans of the hours quiet enough to show."""
+    quiet: list[tuple[datetime, datetime]] = []
+    for day in busy:
+        bounds = [resolve_wall_time(day.day, time(hour, 0), zone).instant for hour in range(24)] + [day.end]
+        bounds[0] = day.start
+        hour_index = case(*[(ScheduledAction.publish_at < bound, n) for n, bound in enumerate(bounds[1:])])
+        counts: dict[int, dict[str, int]] = {}
+        for index, action_type, count in session.execute(
+            select(hour_index.label("hour"), ScheduledAction.action_type, func.count())
+            .where(*in_range, ScheduledAction.publish_at >= day.start, ScheduledAction.publish_at < day.end)
+            .group_by(hour_index, ScheduledAction.action_type)
+        ):
+            if index is not None:
+                counts.setdefault(index, {})[action_type] = count
+        for hour, per_type in counts.items():
+            if sum(per_type.values()) > BUSY_DAY:
+                day.hour_counts[hour] = per_type
+            elif bounds[hour] < bounds[hour + 1]:
+                quiet.append((bounds[hour], bounds[hour + 1]))
+    return sorted(quiet)
 
 
 def _spans(days: list[CalendarDay]) -> list[tuple[datetime, datetime]]:

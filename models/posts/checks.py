@@ -1,4 +1,5 @@
-"""What a post must satisfy: its body on each target, its media links, its targets, its wall time."""
+"""What a post must satisfy: its body and its media on each target (as that target's provider declares), its
+targets, its wall time."""
 
 import re
 from datetime import date, datetime, time, timedelta
@@ -6,34 +7,31 @@ from datetime import date, datetime, time, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from models.channels.providers import accepts_for
+from models.channels.providers.accepts import media_breaks, text_breaks, text_rules
 from models.channels.tables import CHANNEL_NAME, Channel
 from models.core.errors import InvalidInput
 from models.core.policy import Policy
 from models.core.time_input import resolve_typed
+from models.media.library import facts_of, media_in_order
+from models.posts.tables import MAX_ID
 from models.timing.wall_time import ResolvedTime
 
 MAX_TARGETS = 20
 MAX_MEDIA = 10
 MAX_MEDIA_URL = 2048
-# Characters a body may have on each kind of channel; a channel's config may lower it
-# with ``max_length``. Kinds not listed take the default.
-BODY_LIMITS = {"mastodon": 500, "twilio": 1600}
-DEFAULT_BODY_LIMIT = 10_000
 MEDIA_URL = re.compile(r"^https?://[^\s/\x00-\x1f]+[^\s\x00-\x1f]*$")
 # How far ahead a post may be scheduled.
 MAX_AHEAD = timedelta(days=3660)
 
 
 def body_limit(channel: Channel) -> int:
-    """How many characters a post body may have on ``channel``."""
-    limit = BODY_LIMITS.get(channel.kind, DEFAULT_BODY_LIMIT)
-    configured = (channel.config or {}).get("max_length")
-    if isinstance(configured, int) and not isinstance(configured, bool) and configured > 0:
-        limit = min(limit, configured)
-    return limit
+    """How much of its first measure (characters, graphemes...) a post body may have on ``channel``."""
+    return text_rules(accepts_for(channel.kind), channel.config)[0].limit
 
 
 def check_body(body, channels: list[Channel]) -> str:
+    """The body, if every target takes it as its provider counts text; else a 422 naming the channel and the rule."""
     if not isinstance(body, str):
         raise InvalidInput("body must be a string", field="body", code="wrong_type")
     if not body.strip():
@@ -41,28 +39,52 @@ def check_body(body, channels: list[Channel]) -> str:
     if "\x00" in body:
         raise InvalidInput("body must not contain NUL characters", field="body", code="bad_character")
     for channel in channels:
-        limit = body_limit(channel)
-        if len(body) > limit:
-            raise InvalidInput(
-                f"body is {len(body)} characters; {channel.name} ({channel.kind}) takes at most {limit}",
-                field="body",
-                code="too_long",
-                channel=channel.name,
-            )
+        broken = text_breaks(accepts_for(channel.kind), channel.config, body)
+        if broken is not None:
+            raise InvalidInput(f"{channel.name} ({channel.kind}) refuses the body: {broken.message}", field="body",
+                               code="too_long", channel=channel.name, rule=broken.rule)
     return body
 
 
-def check_media(media) -> list[str]:
+def media_ids(media) -> list[int]:
+    """The media ids a post names (numbers, or their decimal text as a CSV holds them), checked for shape only."""
     if media is None:
         return []
-    if not isinstance(media, list) or not all(isinstance(url, str) for url in media):
-        raise InvalidInput("media must be a list of links", field="media", code="wrong_type")
+    if not isinstance(media, list):
+        raise InvalidInput("media must be a list of media ids", field="media", code="wrong_type")
     if len(media) > MAX_MEDIA:
-        raise InvalidInput(f"a post has at most {MAX_MEDIA} media links", field="media", code="too_many")
-    for url in media:
-        if len(url) > MAX_MEDIA_URL or not MEDIA_URL.match(url):
-            raise InvalidInput(f"{url[:80]!r} is not an http(s) link", field="media", code="bad_link")
-    return list(media)
+        raise InvalidInput(f"a post has at most {MAX_MEDIA} media items", field="media", code="too_many")
+    ids = []
+    for item in media:
+        if isinstance(item, str) and item.strip().isdecimal() and item.strip().isascii():
+            item = int(item.strip())
+        if isinstance(item, str) and MEDIA_URL.match(item[:MAX_MEDIA_URL + 1]):
+            raise InvalidInput(f"{item[:80]!r} is a link: put it in the media library first (the API and the "
+                               "composer fetch links when the post is saved) and name its id",
+                               field="media", code="bad_link")
+        if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= MAX_ID:
+            raise InvalidInput(f"{str(item)[:80]!r} is not a media id", field="media", code="bad_media_id")
+        ids.append(item)
+    if len(set(ids)) != len(ids):
+        raise InvalidInput("a media item is named twice", field="media", code="duplicate")
+    return ids
+
+
+def check_media(session: Session, workspace_id: int, media, channels: list[Channel]) -> list[int]:
+    """The post's media ids, if each is in the library and every target takes them as its provider declares.
+
+    A rule broken on one target is a 422 on ``media`` naming the channel and the rule
+    (``image.bytes``, ``media.count``...); an image a provider may have prepared (downscaled,
+    converted) is not refused for what preparing it fixes.
+    """
+    ids = media_ids(media)
+    facts = [facts_of(item) for item in media_in_order(session, workspace_id, ids)]
+    for channel in channels:
+        broken = media_breaks(accepts_for(channel.kind), facts)
+        if broken is not None:
+            raise InvalidInput(f"{channel.name} ({channel.kind}) refuses the media: {broken.message}", field="media",
+                               code="media_refused", channel=channel.name, rule=broken.rule)
+    return ids
 
 
 def check_targets(session: Session, workspace_id: int, names) -> list[Channel]:

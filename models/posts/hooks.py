@@ -21,6 +21,7 @@ def register(hooks: Hooks) -> None:
     hooks.add_gauge(Gauge("tickwork_posts", "Posts by status, all workspaces", posts_by_status, label="status"))
     hooks.add_calendar_source(draft_entries)
     hooks.add_zone_change("posts", reconcile_approved_posts)
+    hooks.add_media_users(posts_using_media)
 
 
 def stop_rows_of_drafts(session: Session, rows: list[ScheduledAction], now: datetime) -> dict[int, Stop]:
@@ -45,6 +46,21 @@ def stop_rows_of_drafts(session: Session, rows: list[ScheduledAction], now: date
                     stopped[row.id] = Stop(f"not sent: post #{post_id} went back to draft after this row was queued",
                                            cancel_kind=CancelKind.ORPHANED.value)
     return stopped
+
+
+_USING_MEDIA = {
+    "postgresql": text("SELECT id FROM posts WHERE workspace_id = :workspace_id AND status <> 'archived' "
+                       "AND CAST(media AS jsonb) @> CAST(:needle AS jsonb) ORDER BY id"),
+    "sqlite": text("SELECT id FROM posts WHERE workspace_id = :workspace_id AND status <> 'archived' "
+                   "AND EXISTS (SELECT 1 FROM json_each(posts.media) WHERE json_each.value = :media_id) ORDER BY id"),
+}
+
+
+def posts_using_media(session: Session, workspace_id: int, media_id: int) -> list[str]:
+    """The posts not archived whose media include ``media_id`` (a published post still shows it)."""
+    query = _USING_MEDIA[session.get_bind().dialect.name]
+    found = session.scalars(query, {"workspace_id": workspace_id, "media_id": media_id, "needle": f"[{media_id}]"})
+    return [f"post {post_id}" for post_id in found]
 
 
 def posts_by_status(session: Session, now: datetime) -> dict[str, float]:

@@ -8,7 +8,7 @@ One post per line. Columns (names without case, in any order):
 | ``targets`` | yes      | channel names, separated by ``,``, ``;``, ``|`` or spaces                  |
 | ``date`` and ``time`` | yes, or ``local_time`` | the wall date (``2026-06-30``) and time (``09:30``) in the workspace's zone |
 | ``local_time`` | instead of the two | ``2026-06-30T09:30`` (or with a space)                       |
-| ``media``   | no       | http(s) links, separated by spaces or ``|``                                |
+| ``media``   | no       | ids of media library items, separated by spaces or ``|`` (upload first)     |
 
 | fate              | accepted | when                                                                    |
 |-------------------|----------|-------------------------------------------------------------------------|
@@ -17,7 +17,7 @@ One post per line. Columns (names without case, in any order):
 | ``in_the_past``   | no       | the time has passed (or is more than 10 years ahead: ``too_far``)       |
 | ``unknown_channel`` | no     | a target names no channel of the workspace                              |
 | ``too_long``      | no       | the body is longer than a target takes                                  |
-| ``invalid_value`` | no       | an empty body, no targets, too many, one twice, a media link that is not http(s) |
+| ``invalid_value`` | no       | an empty body, no targets, too many, one twice, a media id not in the library, media a target refuses |
 | ``duplicate_line``| no       | an earlier line has the same body, targets, date and time               |
 | ``already_scheduled`` | no   | a post of the workspace has the same body at the same date and time (the file was uploaded before) |
 
@@ -166,7 +166,7 @@ class PostImport:
                     raise channels_of[named]
                 channels = channels_of[named]
                 read.body = check_body(read.body, channels)
-                read.media = check_media(read.media)
+                read.media = check_media(session, workspace_id, read.media, channels)
                 resolved = check_wall_time(read.wall_date, read.wall_time, zone, now, self.policy)
             except DomainError as error:
                 read.fate = _fate_of(error)

@@ -11,7 +11,7 @@
 |-----------|----------------------------|-----------|--------------------------------------|-----------------------------|
 | approve   | draft                      | approved  | a person                             | approved_at                 |
 | unapprove | approved                   | draft     | a person                             | approved_at cleared         |
-| publish   | approved                   | published | the reconciler, once every target's latest row is published | published_at |
+| publish   | approved                   | published | the reconciler, once every target's latest row is published | published_at (the last send's time) |
 | archive   | draft, approved, published | archived  | a person (its queued rows are cancelled first) | archived_at       |
 
 Each move is one guarded ``UPDATE posts ... WHERE id = :post_id AND status = :seen``, written
@@ -64,7 +64,7 @@ def _statement(move: PostMove, **values):
 
 APPROVE = _statement(PostMove.APPROVE, approved_at=NOW)
 UNAPPROVE = _statement(PostMove.UNAPPROVE, approved_at=None)
-PUBLISH = _statement(PostMove.PUBLISH, published_at=NOW)
+PUBLISH = _statement(PostMove.PUBLISH, published_at=bindparam("sent_at", type_=UTCDateTime()))
 ARCHIVE = _statement(PostMove.ARCHIVE, archived_at=NOW)
 
 _STATEMENTS = {PostMove.APPROVE: APPROVE, PostMove.UNAPPROVE: UNAPPROVE, PostMove.PUBLISH: PUBLISH,
@@ -76,10 +76,12 @@ def _event(post_id: int, source: str | None, target: str, *, now: datetime, acto
     return event_values(source, target, now=now, actor=actor, reason=reason, post_id=post_id)
 
 
-def _move(session: Session, move: PostMove, post: Post, *, now: datetime, actor: Actor, reason: str | None) -> Outcome:
+def _move(session: Session, move: PostMove, post: Post, *, now: datetime, actor: Actor, reason: str | None,
+          **values) -> Outcome:
     """Run ``move`` on ``post`` from the status it was seen in; the event, or why it changed nothing."""
     sources, target = ALLOWED_POST_MOVES[move]
-    return move_from_seen(session, post, _STATEMENTS[move], {"post_id": post.id, "now": now}, sources=sources,
+    return move_from_seen(session, post, _STATEMENTS[move], {"post_id": post.id, "now": now, **values},
+                          sources=sources,
                           events=_EVENT, event=lambda seen: _event(post.id, seen, target.value, now=now, actor=actor,
                                                                    reason=reason))
 
@@ -99,9 +101,11 @@ def unapprove(session: Session, post: Post, *, now: datetime, actor: Actor) -> O
     return _move(session, PostMove.UNAPPROVE, post, now=now, actor=actor, reason="back to draft")
 
 
-def publish(session: Session, post: Post, *, now: datetime, actor: Actor) -> Outcome:
-    """approved → published, by the reconciler once every target's latest row was published."""
-    return _move(session, PostMove.PUBLISH, post, now=now, actor=actor, reason="every target sent")
+def publish(session: Session, post: Post, *, now: datetime, actor: Actor, sent_at: datetime | None = None) -> Outcome:
+    """approved → published, by the reconciler once every target's latest row was published;
+    ``published_at`` is when the last target was sent (``sent_at``), not when the pass noticed."""
+    return _move(session, PostMove.PUBLISH, post, now=now, actor=actor, reason="every target sent",
+                 sent_at=sent_at or now)
 
 
 def archive(session: Session, post: Post, *, now: datetime, actor: Actor, reason: str | None = None) -> Outcome:

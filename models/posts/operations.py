@@ -60,7 +60,7 @@ def create_post(
     """Create a draft post after checking everything: targets, time, body against each target."""
     channels = check_targets(session, workspace_id, targets)
     body = check_body(body, channels)
-    media = check_media(media)
+    media = check_media(session, workspace_id, media, channels)
     resolved = check_wall_time(wall_date, wall_time, workspace_zone(session, workspace_id), now, policy)
     post = Post(
         workspace_id=workspace_id,
@@ -109,7 +109,7 @@ def update_post(
     _refuse_if_terminal(post, "it can no longer be edited")
     channels = check_targets(session, workspace_id, targets) if targets is not _UNSET else post_targets(session, post.id)
     new_body = check_body(post.body if body is _UNSET else body, channels)
-    new_media = check_media(media) if media is not _UNSET else post.media
+    new_media = check_media(session, workspace_id, post.media if media is _UNSET else media, channels)
     note = None
     if wall_date is not None or wall_time is not None:
         if wall_date is None or wall_time is None:
@@ -306,13 +306,27 @@ def approve_post(
 def unapprove_post(
     session: Session, workspace_id: int, post_id: int, *, actor: Actor, now: datetime, policy: Policy
 ) -> PostChange:
-    """approved → draft; its queued rows are withdrawn by the reconciler's rules (age gate included)."""
+    """approved → draft, and its queued rows are cancelled in the same transaction (kind ``orphaned``).
+
+    A person's withdrawal is not the reconciler's removal: the age gate does not apply, and the
+    kind is ``orphaned``, not ``person``, so approving again mints the rows again (a ``person``
+    cancel would stand under the terminal-history gate). Rows being sent finish.
+    """
     post = get_post(session, workspace_id, post_id, lock=True)
     _refuse_if_terminal(post, "it cannot be unapproved")
     if post.status == PostStatus.DRAFT.value:
         return PostChange(post)
     _moved(post_lifecycle.unapprove(session, post, now=now, actor=actor), "it cannot be unapproved")
-    return _reconcile(session, post, actor=actor, now=now, policy=policy)
+    withdrawn = 0
+    for row in post_rows(session, workspace_id, [post.id])[post.id]:
+        if row.status == Status.QUEUED.value:
+            outcome = lifecycle.cancel(session, row.id, workspace_id=workspace_id, kind=CancelKind.ORPHANED,
+                                       now=now, actor=actor,
+                                       reason=f"post #{post.id} back to draft by {actor.label}")
+            withdrawn += outcome.ok
+    change = _reconcile(session, post, actor=actor, now=now, policy=policy)
+    change.counts["withdrawn"] = withdrawn
+    return change
 
 
 def archive_post(
@@ -345,13 +359,18 @@ def post_now(
     now: datetime,
     policy: Policy,
 ) -> PostChange:
-    """Send the post (or its target ``channel``) now, whatever its status.
+    """Send the approved post (or its target ``channel``) now.
 
-    Each target's queued row is cancelled (kind ``rescheduled``) and a row due now is
-    inserted in its place, origin ``person``, pointing back to it. Targets already published
-    or being sent are left as they are; if that leaves nothing to send, 409.
+    A post that is not approved is refused (409 ``not_approved``): a draft sent behind its own
+    back would look like a draft that still waits. Each target's queued row is cancelled (kind
+    ``rescheduled``) and a row due now is inserted in its place, origin ``person``, pointing
+    back to it. Targets already published or being sent are left as they are; if that leaves
+    nothing to send, 409.
     """
     post = get_post(session, workspace_id, post_id, lock=True)
+    if post.status != PostStatus.APPROVED.value:
+        raise Conflict(f"post #{post.id} is {post.status}; approve it before sending it now", code="not_approved",
+                       status_now=post.status)
     channels = post_targets(session, post.id)
     if channel is not None:
         channels = [c for c in channels if c.name == channel]

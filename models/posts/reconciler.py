@@ -93,6 +93,7 @@ class Decision:
     moves: list = field(default_factory=list)  # (our queued row, its channel) at the wrong instant or payload
     withdrawals: list = field(default_factory=list)  # our queued orphans past the age gate
     mark_published: bool = False
+    sent_at: datetime | None = None  # when the last target was sent, the post's published_at
     counts: Counter = field(default_factory=Counter)  # the skips, and what is already in place
 
     @property
@@ -145,6 +146,9 @@ def decide(session: Session, post: Post, *, now: datetime, policy: Policy) -> De
         decision.mark_published = delivery.total > 0 and all(
             t.status == Status.PUBLISHED.value or (t.latest is None and t.channel in sent_archived)
             for t in delivery.targets)
+        if decision.mark_published:
+            sent = [t.latest.finished_at for t in delivery.targets if t.latest is not None and t.latest.finished_at]
+            decision.sent_at = max(sent, default=None)
 
     for name, row in active.items():
         if name in targets:
@@ -182,7 +186,8 @@ def reconcile_post(
                                    workspace_id=post.workspace_id,
                                    reason=f"post #{post.id} {why}")
         done.counts["removed" if outcome.ok else "skip_in_flight"] += 1
-    if decision.mark_published and post_lifecycle.publish(session, post, now=now, actor=actor).ok:
+    if decision.mark_published and post_lifecycle.publish(session, post, now=now, actor=actor,
+                                                          sent_at=decision.sent_at).ok:
         done.counts["posts_published"] += 1
     return done
 

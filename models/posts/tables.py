@@ -1,6 +1,6 @@
 """The posts tables, the post lifecycle's statuses, and the keys of the rows minted for a post.
 
-A post has a body, optional media links, a wall date and time in its workspace's zone, one
+A post has a body, optional media (ids of media library items, in order), a wall date and time in its workspace's zone, one
 or more targets (channels of the workspace) and a status::
 
     draft ──approve──▶ approved ──(every target's latest row published)──▶ published
@@ -52,7 +52,7 @@ class Post(Base):
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="RESTRICT"))
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
     body: Mapped[str] = mapped_column(Text)
-    media: Mapped[list] = mapped_column(JSON, default=list)
+    media: Mapped[list] = mapped_column(JSON, default=list)  # media library ids, in order
     # The wall date and time as the person chose them, in the workspace's zone. The instant
     # is resolved from them (and the zone as it is now) every time it is needed.
     wall_date: Mapped[date] = mapped_column(Date)

@@ -13,6 +13,7 @@ from datetime import date, datetime
 
 from sqlalchemy.orm import Session
 
+from models.channels.action_types import channel_action_types
 from models.actions.scheduling import check_payload
 from models.channels.reading import channel_by_name
 from models.channels.tables import Channel
@@ -174,6 +175,10 @@ def check_rule(session: Session, workspace_id: int, fields: dict, *, zone: str, 
     if channel is None:
         raise InvalidInput(f"no channel named {channel_name!r} in this workspace", field="channel",
                            code="unknown_channel")
+    offered = channel_action_types(channel)
+    if action_type not in offered:
+        raise InvalidInput(f"the channel {channel.name} ({channel.kind}) sends {', '.join(offered)}, not {action_type}",
+                           field="action_type", code="wrong_action_type")
     target_key = _text(fields.get("target_key"), "target_key", 255)
     payload = check_template(fields.get("payload"), policy)
     recurrence, exdates = check_recurrence(fields.get("rrule"), fields.get("starts_local"), zone=zone, now=now,

@@ -14,6 +14,7 @@ import sqlite_utils
 from sqlalchemy import JSON, Boolean, Integer
 
 from models.core.base import Base
+from models.core.files import keep_private
 from models.core.types import UTCDateTime
 
 # Archived with an action, in the order they are copied: each mirrors the live table of that name.
@@ -39,6 +40,7 @@ def file_name(month: str) -> str:
 def open_archive(directory: Path, name: str) -> sqlite_utils.Database:
     """An archive file, created with every archived table (and the search index) on first use."""
     archive = sqlite_utils.Database(directory / name)
+    keep_private(directory / name)  # before its WAL exists: SQLite gives the WAL the file's mode
     archive.execute("PRAGMA journal_mode = WAL")
     for table in ARCHIVED_TABLES:
         if not archive[table].exists():

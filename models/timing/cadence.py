@@ -163,6 +163,75 @@ def grid_for(cadence: Cadence | str, now: datetime, zone: str) -> Grid:
     return Grid(cadence, anchor_local=wall_hour)
 
 
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def round_up(instant: datetime, interval: timedelta) -> datetime:
+    """``instant`` rounded up to the dispatcher's grid (whole multiples of ``interval`` from the UTC hour)."""
+    instant = utc(instant)
+    hour = instant.replace(minute=0, second=0, microsecond=0)
+    return hour + interval * -(-(instant - hour) // interval)
+
+
+def first_grid(cadence: Cadence | str, *, last_generation: datetime | None, now: datetime, zone: str,
+               dispatch_interval: timedelta) -> tuple[Grid, datetime]:
+    """The grid of a schedule newly enabled at ``now``, and its first slot (the second seed's first scenario).
+
+    The grid is anchored on the work's last successful generation (``last_generation``,
+    rounded up to the dispatcher's grid), or on ``now`` when the work was never generated;
+    the first slot is one cadence after that anchor (``monthly`` clamps), so "a week passes
+    since my last generation" is when a weekly schedule runs. A first slot already past is
+    due at the dispatcher's next pass; the grid keeps its anchor.
+    """
+    cadence = parse_cadence(cadence)
+    now = utc(now)
+    anchor = round_up(last_generation if last_generation is not None else now, dispatch_interval)
+    if cadence.is_elapsed:
+        grid = Grid(cadence, anchor_at=anchor)
+    else:
+        grid = Grid(cadence, anchor_local=to_local(anchor, zone).replace(tzinfo=None, fold=0))
+    first = next_slot(grid, anchor, zone)
+    if first <= now:
+        first = round_up(now, dispatch_interval)
+    return grid, first
+
+
+def named_grid(cadence: Cadence | str, *, now: datetime, zone: str, default_wall: datetime,
+               weekday: int | None = None, day_of_month: int | None = None, wall_time=None) -> Grid:
+    """A daily, weekly or monthly grid on a named weekday (0 = Monday), day of month or wall time.
+
+    What is not named comes from ``default_wall`` (the anchor the rule would have chosen). The anchor is the last such date on or before today in ``zone``, so the first slot,
+    ``next_slot(grid, now, zone)``, is the first named one after now; ``day_of_month`` 29 to 31
+    clamps in shorter months and returns to itself after them (31 Jan → 28 Feb → 31 Mar).
+    """
+    cadence = parse_cadence(cadence)
+    if cadence.is_elapsed:
+        raise ValueError(f"a {cadence.value} schedule steps in elapsed time; it names no day or wall time")
+    today = to_local(utc(now), zone).date()
+    clock_time = wall_time if wall_time is not None else default_wall.time()
+    if cadence is Cadence.WEEKLY:
+        wanted = default_wall.weekday() if weekday is None else weekday
+        day = today - timedelta(days=(today.weekday() - wanted) % 7)
+    elif cadence is Cadence.MONTHLY:
+        wanted = default_wall.day if day_of_month is None else day_of_month
+        day = _last_date_with_day(today, wanted)
+    else:
+        day = today
+    return Grid(cadence, anchor_local=datetime.combine(day, clock_time))
+
+
+def _last_date_with_day(today: date, day_of_month: int) -> date:
+    """The last date on or before ``today`` whose day of month is exactly ``day_of_month``."""
+    month_index = today.year * 12 + today.month - 1
+    for back in range(0, 13):
+        year, month_zero = divmod(month_index - back, 12)
+        if day_of_month <= calendar.monthrange(year, month_zero + 1)[1]:
+            candidate = date(year, month_zero + 1, day_of_month)
+            if candidate <= today:
+                return candidate
+    raise ValueError(f"day of month {day_of_month} is not from 1 to 31")
+
+
 def next_slot(grid: Grid, after: datetime, zone: str) -> datetime:
     """The grid's first slot strictly after ``after``, in UTC.
 

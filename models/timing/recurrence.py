@@ -500,7 +500,14 @@ def _split_rule(text: object) -> dict[str, str]:
     if len(text) > MAX_RULE_LENGTH:
         raise RecurrenceError("rrule", "too_long", f"The rule is {len(text)} characters long; "
                               f"the most is {MAX_RULE_LENGTH}")
-    body = text.strip()
+    # An iCalendar snippet pasted whole ("DTSTART:...\nRRULE:FREQ=...") says so, not "DTSTART:...RRULE:FREQ".
+    lines = [line.strip() for line in text.splitlines() if line.strip()] or [""]
+    if any(line[:7].upper() == "DTSTART" for line in lines):
+        raise RecurrenceError("rrule", "dtstart_in_rule", "DTSTART does not belong in the rule: the first "
+                              "occurrence (starts_local) sets the date and time; keep only the RRULE line")
+    if len(lines) > 1:
+        raise RecurrenceError("rrule", "unparsable", "The rule is one line, such as FREQ=WEEKLY;BYDAY=TU")
+    body = lines[0]
     if body[:6].upper() == "RRULE:":
         body = body[6:]
     parts: dict[str, str] = {}

@@ -53,9 +53,14 @@ class ResolvedTime:
         return None
 
 
+# In the system's list but no IANA zone: the host's own zone (a symlink that differs per box)
+# and tzdata's placeholder for "zone not set" ("-00").
+NOT_ZONES = frozenset({"localtime", "Factory", "posixrules"})
+
+
 @lru_cache(maxsize=1)
 def _known_zones() -> frozenset[str]:
-    return frozenset(available_timezones())
+    return frozenset(available_timezones()) - NOT_ZONES
 
 
 def is_known_zone(name: object) -> bool:

@@ -2,8 +2,8 @@
 
 | change                                                              | who may          |
 |---------------------------------------------------------------------|------------------|
-| read works, schedules, runs, usage, the plugin registry             | every member     |
-| create or delete a work; PUT or DELETE its schedule; pause, resume; Run Now | ops and admins (the seed's "work edit rights") |
+| read works, runs, usage, the plugin registry; the schedule on the dashboard | every member     |
+| create or delete a work; the four schedule endpoints (GET, PUT, DELETE, run); pause, resume; Run Now | ops and admins (the seed's "work edit rights") |
 | where the workspace's notifications are sent                        | admins           |
 """
 

@@ -16,12 +16,13 @@ In this order, each step in short transactions of its own:
    | found                                   | outcome      | reason                | and                                               |
    |-----------------------------------------|--------------|-----------------------|---------------------------------------------------|
    | the work deleted since the query        | `skipped`    | `work_not_found`      | the schedule is canceled                          |
-   | the work still generating               | `skipped`    | `already_generating`  | nextRunAt = the earlier of now + ``work_busy_retry`` and the next slot; no failure counted |
+   | the work still generating, ``skip``     | `skipped`    | `still_generating`    | nextRunAt = the earlier of now + ``work_busy_retry`` and the next slot; no failure counted |
+   | the work still generating, ``buffer_one`` | `skipped`  | `buffered`            | nextRunAt kept: the slot runs at the first pass after that generation ends (at most one waits) |
    | the workspace's zone is broken          | `skipped`    | `bad_zone`            | nothing changes; the other schedules run          |
    | a subscription cadence outside the plan | `skipped`    | `cadence_not_in_plan` | the schedule is paused and the workspace notified |
    | the claim updates nothing               | `skipped`    | `already_claimed`     | another dispatcher (or an edit) got there first   |
    | claimed                                 | `dispatched` |                       | the work generating, the run written, handed to the ``works`` queue after commit |
-   | the queue refused the hand-off, or the transaction failed | `failed` | the error | a refused hand-off fails its run (a failure like any other) |
+   | the queue refused the hand-off, or the transaction failed | `failed` | the error | a refused hand-off fails its run uncounted; the claim is released, due again after ``work_busy_retry`` |
 
    The claim is the seed's single statement (FR-4, FR-5)::
 
@@ -54,11 +55,11 @@ from models.works.runs import (
     expire_run,
     lose_run,
     next_after,
-    record_outcome,
     recover_lost_claim,
+    release_unhanded,
     start_run,
 )
-from models.works.tables import RunKind, RunStatus, ScheduleStatus, Work, WorkRun, WorkSchedule
+from models.works.tables import OverlapPolicy, RunKind, RunStatus, ScheduleStatus, Work, WorkRun, WorkSchedule
 
 log = logging.getLogger("tickwork.works.dispatcher")
 
@@ -82,10 +83,11 @@ class Entry:
     reason: str | None = None
     run_id: int | None = None
     scheduled_for: datetime | None = None
+    overlap_policy: str | None = None
 
     def as_json(self) -> dict:
         return {"scheduleId": self.schedule_id, "workId": self.work_id, "outcome": self.outcome,
-                "reason": self.reason, "runId": self.run_id,
+                "reason": self.reason, "runId": self.run_id, "overlapPolicy": self.overlap_policy,
                 "scheduledFor": self.scheduled_for.strftime("%Y-%m-%dT%H:%M:%SZ") if self.scheduled_for else None}
 
 
@@ -181,6 +183,7 @@ def dispatch_schedule(schedule_id: int, work_id: int, seen: datetime, context: W
         now = context.clock.now()
         work = _work_locked(session, work_id)
         schedule = session.get(WorkSchedule, schedule_id, populate_existing=True)
+        entry.overlap_policy = schedule.overlap_policy
         if work is None or work.deleted_at is not None:
             if schedule.status != ScheduleStatus.CANCELED.value:
                 lifecycle.cancel(session, schedule, now=now, actor=actor, reason="its work was deleted")
@@ -193,9 +196,12 @@ def dispatch_schedule(schedule_id: int, work_id: int, seen: datetime, context: W
             entry.reason = "bad_zone"
             return entry
         if work.generation_status == "generating":
+            if schedule.overlap_policy == OverlapPolicy.BUFFER_ONE.value:
+                entry.reason = "buffered" if schedule.next_run_at == seen else "already_claimed"
+                return entry  # nextRunAt stays due: the first pass after the generation ends claims it
             retry = min(now + context.policy.work_busy_retry, next_after(schedule, workspace.timezone, now))
             deferred = lifecycle.reslot(session, schedule_id, seen_next_run_at=seen, retry_at=retry, now=now)
-            entry.reason = "already_generating" if deferred.ok else "already_claimed"
+            entry.reason = "still_generating" if deferred.ok else "already_claimed"
             return entry
         why = context.plans.refusal(workspace.plan, Cadence(schedule.cadence), schedule.billing_mode)
         if why is not None and schedule.status == ScheduleStatus.ACTIVE.value and schedule.next_run_at == seen:
@@ -212,20 +218,16 @@ def dispatch_schedule(schedule_id: int, work_id: int, seen: datetime, context: W
             run = start_run(session, work, schedule, kind=RunKind.SCHEDULED, token=token,
                             slot=slot or schedule.scheduled_for, now=now, actor=actor,
                             reason=f"dispatched for {seen:%Y-%m-%d %H:%M:%S}Z")
-            run_id = run.id
+            run_id, started = run.id, run
     _announce(context, actions)
     if run_id is None:
         return entry
     entry.outcome, entry.run_id = Outcome.DISPATCHED, run_id
     try:
         context.hand_off([run_id])
-    except Exception as exc:  # the queue is down: the run fails now instead of waiting for zombie recovery
+    except Exception as exc:  # the queue is down: the run fails now, uncounted, instead of waiting for recovery
         log.exception("work %s run %s could not be handed to the works queue", work_id, run_id)
-        with write_session(context.engine) as session:
-            ended = record_outcome(session, token, succeeded=False, now=context.clock.now(), actor=actor,
-                                   error=f"could not be handed to the works queue: {type(exc).__name__}: {exc}",
-                                   context=context)
-        _announce(context, ended.actions)
+        release_unhanded(context, [started], exc, actor=actor)
         entry.outcome, entry.reason = Outcome.FAILED, "hand_off_failed"
     return entry
 

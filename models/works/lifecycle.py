@@ -12,16 +12,17 @@ row answers::
 
 | move      | from                   | to        | guarded by                                                  | writes |
 |-----------|------------------------|-----------|-------------------------------------------------------------|--------|
-| create    | (no row)               | active or paused | the unique work_id                                   | the grid, nextRunAt (the first slot after now) |
-| enable    | paused, canceled       | active    | status                                                      | a new grid, nextRunAt, failureCount = 0, claim forgotten |
+| create    | (no row)               | active or paused | the unique work_id                                   | the grid, nextRunAt (its first slot, see :func:`~models.timing.cadence.first_grid`) |
+| enable    | paused, canceled       | active    | status                                                      | the grid (a paused one keeps its own), nextRunAt, failureCount = 0, claim forgotten |
 | pause     | active                 | paused    | status                                                      | paused_reason |
 | cancel    | active, paused         | canceled  | status                                                      | nextRunAt = NULL, claim forgotten |
 | regrid    | active, paused         | (same)    | status                                                      | a new cadence and grid, nextRunAt |
 | claim     | active                 | active    | ``nextRunAt = :seen AND nextRunAt <= :now`` (the seed's CAS) | scheduledFor = nextRunAt, nextRunAt = NULL, claimed_at, claim_token |
 | reslot    | active                 | active    | ``nextRunAt = :seen``                                       | nextRunAt = the busy retry (work still generating), or the slot in a new zone |
-| settle    | any                    | (same)    | the claim's token and the failureCount seen                 | success: next slot, failureCount = 0; failure: failureCount + 1, the retry |
+| settle    | any                    | (same)    | the claim's token and the failureCount seen                 | success: next slot, failureCount = 0; failure: failureCount + 1, the retry; scheduledFor kept |
+| release   | any                    | (same)    | the claim's token                                           | nextRunAt = the busy retry; nothing counted (the hand-off to the queue failed) |
 | recover   | active, nextRunAt NULL | active    | ``claimed_at = :seen AND claimed_at <= :cutoff``            | as a failed settle (a claim whose task was lost) |
-| manual    | any                    | (same)    | the schedule                                                | lastRun*, and on success failureCount = 0 (Run Now before the slot) |
+| manual    | any                    | (same)    | the schedule                                                | lastRun*; a failure adds one to failureCount (FR-9), a success changes neither it nor nextRunAt (FR-10) |
 
 Each is one guarded ``UPDATE work_schedules ... WHERE id = :schedule_id AND ... RETURNING``,
 written out below and built once at import; a move of status also writes its
@@ -66,7 +67,8 @@ ALLOWED_SCHEDULE_MOVES: dict[ScheduleMove, tuple[frozenset[ScheduleStatus], Sche
 _ID = _c.id == bindparam("schedule_id")
 _GRID = dict(cadence=bindparam("cadence"), anchor_at=bindparam("anchor_at", type_=UTCDateTime()),
              anchor_local=bindparam("anchor_local", type_=DateTime()), next_run_at=bindparam("next_run_at", type_=UTCDateTime()))
-_FORGET_CLAIM = dict(claim_token=None, scheduled_for=None)
+# scheduledFor stays: it is the last slot claimed (the seed lists it among the schedule's fields).
+_FORGET_CLAIM = dict(claim_token=None)
 
 
 def _move_statement(move: ScheduleMove, **values):
@@ -110,10 +112,15 @@ RECOVER_CLAIM = update(_t).where(
     _c.failure_count == bindparam("seen_failure_count"),
 ).values(**_SETTLED).returning(*_c)
 
+# A claim whose run never reached the works queue: released, nothing counted (the hand-off failed, not a generation).
+RELEASE_CLAIM = update(_t).where(_ID, _c.claim_token == bindparam("token")).values(
+    next_run_at=bindparam("next_run_at", type_=UTCDateTime()), updated_at=NOW, **_FORGET_CLAIM).returning(*_c)
+
 MANUAL_SUCCEEDED = update(_t).where(_ID).values(
-    failure_count=0, last_run_at=NOW, last_run_status=bindparam("run_status"), updated_at=NOW).returning(*_c)
-MANUAL_FAILED = update(_t).where(_ID).values(
     last_run_at=NOW, last_run_status=bindparam("run_status"), updated_at=NOW).returning(*_c)
+MANUAL_FAILED = update(_t).where(_ID, _c.failure_count == bindparam("seen_failure_count")).values(
+    failure_count=_c.failure_count + 1, last_run_at=NOW, last_run_status=bindparam("run_status"),
+    updated_at=NOW).returning(*_c)
 
 _STATEMENTS = {ScheduleMove.ENABLE: ENABLE, ScheduleMove.PAUSE: PAUSE, ScheduleMove.CANCEL: CANCEL}
 _EVENT = insert(WorkEvent.__table__)
@@ -185,7 +192,7 @@ def record_creation(session: Session, schedule: WorkSchedule, *, now: datetime, 
 
 def enable(session: Session, schedule: WorkSchedule, *, grid, next_run_at: datetime, now: datetime,
            actor: Actor) -> Outcome:
-    """paused or canceled → active, on a new grid from now; failureCount back to 0."""
+    """paused or canceled → active, on ``grid`` (a paused schedule's own) at ``next_run_at``; failureCount back to 0."""
     return _move(session, ScheduleMove.ENABLE, schedule, now=now, actor=actor, reason="enabled",
                  **_grid_params(grid, next_run_at))
 
@@ -232,6 +239,13 @@ def settle(session: Session, schedule: WorkSchedule, *, token: str, failure_coun
     return _changed(session, SETTLE, params, schedule.id, otherwise=Refusal.CLAIM_LOST)
 
 
+def release_claim(session: Session, schedule: WorkSchedule, *, token: str, next_run_at: datetime,
+                  now: datetime) -> Outcome:
+    """The claim's run could not be handed to the works queue: nextRunAt again, failureCount untouched."""
+    params = {"schedule_id": schedule.id, "token": token, "next_run_at": next_run_at, "now": now}
+    return _changed(session, RELEASE_CLAIM, params, schedule.id, otherwise=Refusal.CLAIM_LOST)
+
+
 def recover_claim(session: Session, schedule: WorkSchedule, *, cutoff: datetime, failure_count: int,
                   next_run_at: datetime, now: datetime) -> Outcome:
     """A claim older than the stuck timeout with no generation behind it: settled as a failure."""
@@ -241,8 +255,10 @@ def recover_claim(session: Session, schedule: WorkSchedule, *, cutoff: datetime,
     return _changed(session, RECOVER_CLAIM, params, schedule.id, otherwise=Refusal.CLAIM_LOST)
 
 
-def record_manual_run(session: Session, schedule_id: int, *, succeeded: bool, now: datetime) -> Outcome:
-    """A manual run ended: lastRun* follow it; a success resets failureCount, a failure counts for nothing."""
+def record_manual_run(session: Session, schedule: WorkSchedule, *, succeeded: bool, now: datetime) -> Outcome:
+    """A manual run ended: lastRun* follow it; a failure counts toward failureCount (FR-9), a success
+    neither resets it nor moves nextRunAt (FR-10: only a successful scheduled run resets it)."""
     statement = MANUAL_SUCCEEDED if succeeded else MANUAL_FAILED
-    return _changed(session, statement, {"schedule_id": schedule_id, "now": now,
-                                         "run_status": "generated" if succeeded else "error"}, schedule_id)
+    return _changed(session, statement, {"schedule_id": schedule.id, "now": now,
+                                         "seen_failure_count": schedule.failure_count,
+                                         "run_status": "generated" if succeeded else "error"}, schedule.id)

@@ -11,14 +11,29 @@ nothing. Status changes go through :mod:`models.works.lifecycle` and
 PUT (FR-1, issue 12 item 5): it creates or updates; omitted fields keep their values (a new
 schedule needs a ``cadence``; ``enable`` defaults to true, ``billingMode`` to
 ``subscription``, ``maxFailureBeforePause`` to 3). ``enable: true`` → active, ``enable: false``
-→ paused. Enabling (or re-enabling: failureCount back to 0) and changing the cadence lay a
-new grid from now, and nextRunAt is its first slot; saving an active schedule without
-changing its cadence keeps nextRunAt. ``providerOverrides`` replaces the whole map.
+→ paused. ``providerOverrides`` replaces the whole map.
+
+Where the slots sit (issue 22, item 1):
+- A newly enabled schedule (created, or enabled after a DELETE) lays its grid by
+  :func:`~models.timing.cadence.first_grid`: one cadence after the work's last successful
+  generation (its slot, else its start), or after now when it was never generated; a first
+  slot already past is due at the dispatcher's next pass.
+- ``weekday`` (weekly), ``dayOfMonth`` (monthly) and ``time`` (``HH:MM``, daily, weekly and
+  monthly) name the grid instead (:func:`~models.timing.cadence.named_grid`); what is not
+  named comes from the rule's first slot.
+- A paused schedule keeps its grid: re-enabling sets nextRunAt to the grid's next slot after
+  now (missed slots are not caught up) and failureCount back to 0. Only a new cadence, or
+  a named day or time, lays a new grid; saving otherwise keeps nextRunAt.
+- ``overlapPolicy`` is ``skip`` (the default) or ``buffer_one``: what a slot does when it
+  comes due while the work's last generation still runs (:mod:`models.works.dispatcher`).
+- ``dry_run`` answers the schedule as the PUT would leave it and changes nothing (the shells
+  roll the transaction back), so a person sees the next run before saving.
 """
 
+import re
 import secrets
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, time
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -27,7 +42,16 @@ from sqlalchemy.orm import Session
 from models.accounts.tables import Role, Workspace
 from models.core.errors import Conflict, InvalidInput, NotFound
 from models.core.moves import Actor
-from models.timing.cadence import Cadence, CadenceError, grid_for, next_slot, parse_cadence, slot_at_or_before
+from models.timing.cadence import (
+    WEEKDAYS,
+    Cadence,
+    CadenceError,
+    first_grid,
+    named_grid,
+    next_slot,
+    parse_cadence,
+    slot_at_or_before,
+)
 from models.timing.wall_time import InvalidTimezone
 from models.works import generation, lifecycle
 from models.works.access import check_may_edit_works
@@ -35,11 +59,12 @@ from models.works.context import WorksContext
 from models.works.notify import notify
 from models.works.pipelines.webhook_pipeline import BaseUrlMissing
 from models.works.plugins import check_overrides, find_plugin
-from models.works.reading import get_work, grid_of, schedule_of
+from models.works.reading import get_work, grid_of, last_generation_at, schedule_of
 from models.works.runs import chosen_providers, start_run
 from models.works.tables import (
     MAX_FAILURES_BEFORE_PAUSE,
     BillingMode,
+    OverlapPolicy,
     RunKind,
     ScheduleStatus,
     Work,
@@ -127,6 +152,13 @@ def check_billing_mode(value) -> str:
     return value
 
 
+def check_overlap_policy(value) -> str:
+    if value not in [policy.value for policy in OverlapPolicy]:
+        raise InvalidInput(f"overlapPolicy must be one of {', '.join(policy.value for policy in OverlapPolicy)}",
+                           field="overlapPolicy", code="bad_overlap_policy")
+    return value
+
+
 def check_max_failures(value) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_FAILURES_BEFORE_PAUSE:
         raise InvalidInput(f"maxFailureBeforePause must be a whole number from 1 to {MAX_FAILURES_BEFORE_PAUSE}",
@@ -134,19 +166,84 @@ def check_max_failures(value) -> int:
     return value
 
 
+@dataclass(frozen=True)
+class NamedSlot:
+    """The parts of a calendar grid a person named: a weekday (0 = Monday), a day of month, a wall time."""
+
+    weekday: int | None = None
+    day_of_month: int | None = None
+    wall_time: time | None = None
+
+    def __bool__(self) -> bool:
+        return any(part is not None for part in (self.weekday, self.day_of_month, self.wall_time))
+
+
+_HH_MM = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])")
+
+
+def check_named_slot(cadence: Cadence, weekday=UNSET, day_of_month=UNSET, wall_time=UNSET) -> NamedSlot:
+    """The day and wall time a weekly or monthly (or daily: time only) schedule names; each refusal names its field."""
+    named = {}
+    if weekday is not UNSET and weekday is not None:
+        if cadence is not Cadence.WEEKLY:
+            raise InvalidInput("weekday names the day of a weekly schedule", field="weekday", code="not_weekly")
+        if weekday not in WEEKDAYS:
+            raise InvalidInput(f"weekday is one of {', '.join(WEEKDAYS)}", field="weekday", code="bad_weekday")
+        named["weekday"] = WEEKDAYS.index(weekday)
+    if day_of_month is not UNSET and day_of_month is not None:
+        if cadence is not Cadence.MONTHLY:
+            raise InvalidInput("dayOfMonth names the day of a monthly schedule", field="dayOfMonth",
+                               code="not_monthly")
+        if isinstance(day_of_month, bool) or not isinstance(day_of_month, int) or not 1 <= day_of_month <= 31:
+            raise InvalidInput("dayOfMonth is a whole number from 1 to 31 (29 to 31 run on the last day of "
+                               "shorter months)", field="dayOfMonth", code="out_of_range")
+        named["day_of_month"] = day_of_month
+    if wall_time is not UNSET and wall_time is not None:
+        if cadence.is_elapsed:
+            raise InvalidInput(f"a {cadence.value} schedule steps in elapsed time and names no wall time",
+                               field="time", code="not_calendar")
+        match = _HH_MM.fullmatch(wall_time) if isinstance(wall_time, str) else None
+        if match is None:
+            raise InvalidInput("time is a wall time HH:MM in the workspace's zone, such as 09:00", field="time",
+                               code="bad_time")
+        named["wall_time"] = time(int(match[1]), int(match[2]))
+    return NamedSlot(**named)
+
+
 def _zone_of(session: Session, workspace_id: int) -> tuple[Workspace, str]:
     workspace = session.get(Workspace, workspace_id)
     return workspace, workspace.timezone
 
 
-def _new_grid(cadence: Cadence, now: datetime, zone: str):
-    """The grid laid now, and its first slot; a broken zone is a 422, not a crash."""
+def _bad_zone(exc: InvalidTimezone) -> InvalidInput:
+    return InvalidInput(f"the workspace's time zone is not valid: {exc}", field="timezone", code="bad_zone")
+
+
+def _new_grid(session: Session, work: Work, cadence: Cadence, named: NamedSlot, *, now: datetime, zone: str,
+              context: WorksContext, current: WorkSchedule | None = None):
+    """The grid laid now (the module docstring's rules), and its first slot; a broken zone is a 422, not a crash."""
     try:
-        grid = grid_for(cadence, now, zone)
+        grid, first = first_grid(cadence, last_generation=last_generation_at(session, work.id), now=now, zone=zone,
+                                 dispatch_interval=context.policy.work_dispatch_interval)
+        if not named:
+            return grid, first
+        # What is not named comes from the schedule's own grid when its cadence stays, else from the
+        # rule's anchor: its weekday, its day of month (a 31st clamps and returns), its wall time.
+        default_wall = (current.anchor_local_naive if current is not None and current.cadence == cadence.value
+                        else grid.anchor_local)
+        grid = named_grid(cadence, now=now, zone=zone, default_wall=default_wall, weekday=named.weekday,
+                          day_of_month=named.day_of_month, wall_time=named.wall_time)
         return grid, next_slot(grid, now, zone)
     except InvalidTimezone as exc:
-        raise InvalidInput(f"the workspace's time zone is not valid: {exc}", field="timezone",
-                           code="bad_zone") from None
+        raise _bad_zone(exc) from None
+
+
+def _kept_grid_slot(schedule: WorkSchedule, *, now: datetime, zone: str) -> datetime:
+    """A paused schedule re-enabled: its own grid's next slot after now (missed slots are not caught up)."""
+    try:
+        return next_slot(grid_of(schedule), now, zone)
+    except InvalidTimezone as exc:
+        raise _bad_zone(exc) from None
 
 
 # -- works ------------------------------------------------------------------------------------
@@ -186,8 +283,9 @@ def delete_work(session: Session, workspace_id: int, work_id: int, *, actor: Act
 
 
 def put_schedule(session: Session, workspace_id: int, work_id: int, *, enable=UNSET, cadence=UNSET,
-                 billing_mode=UNSET, max_failure_before_pause=UNSET, provider_overrides=UNSET, actor: Actor,
-                 role: Role, now: datetime, context: WorksContext) -> WorkChange:
+                 billing_mode=UNSET, max_failure_before_pause=UNSET, provider_overrides=UNSET, weekday=UNSET,
+                 day_of_month=UNSET, wall_time=UNSET, overlap_policy=UNSET, actor: Actor, role: Role,
+                 now: datetime, context: WorksContext) -> WorkChange:
     """Create or update the work's schedule (see the module docstring)."""
     check_may_edit_works(role)
     work = get_work(session, workspace_id, work_id, lock=True)
@@ -199,9 +297,11 @@ def put_schedule(session: Session, workspace_id: int, work_id: int, *, enable=UN
     billing = check_billing_mode(billing_mode) if billing_mode is not UNSET else None
     max_failures = check_max_failures(max_failure_before_pause) if max_failure_before_pause is not UNSET else None
     overrides = check_overrides(provider_overrides) if provider_overrides is not UNSET else None
+    overlap = check_overlap_policy(overlap_policy) if overlap_policy is not UNSET else None
 
     workspace, zone = _zone_of(session, workspace_id)
     effective_cadence = new_cadence or Cadence(schedule.cadence)
+    named = check_named_slot(effective_cadence, weekday, day_of_month, wall_time)
     effective_billing = billing or (schedule.billing_mode if schedule else BillingMode.SUBSCRIPTION.value)
     context.plans.check(workspace.plan, effective_cadence, effective_billing)
 
@@ -209,7 +309,8 @@ def put_schedule(session: Session, workspace_id: int, work_id: int, *, enable=UN
         return _create_schedule(session, work, cadence=effective_cadence, billing=effective_billing,
                                 enable=True if enable is UNSET else enable,
                                 max_failures=max_failures or DEFAULT_MAX_FAILURES, overrides=overrides or {},
-                                zone=zone, actor=actor, now=now, context=context)
+                                named=named, overlap=overlap or OverlapPolicy.SKIP.value, zone=zone, actor=actor,
+                                now=now, context=context)
 
     if schedule.status == ScheduleStatus.CANCELED.value and enable is False:
         raise Conflict(f"the schedule of work #{work.id} is canceled; PUT enable: true to activate it again",
@@ -223,20 +324,30 @@ def put_schedule(session: Session, workspace_id: int, work_id: int, *, enable=UN
         schedule.max_failure_before_pause = max_failures
     if overrides is not None:
         schedule.provider_overrides = overrides
+    if overlap is not None:
+        schedule.overlap_policy = overlap
     schedule.updated_at = now
     session.flush()
 
-    cadence_changed = new_cadence is not None and new_cadence.value != schedule.cadence
+    new_grid = bool(named) or (new_cadence is not None and new_cadence.value != schedule.cadence)
+
+    def lay():
+        return _new_grid(session, work, effective_cadence, named, now=now, zone=zone, context=context,
+                         current=schedule)
+
     if enable is True and schedule.status != ScheduleStatus.ACTIVE.value:
-        grid, first = _new_grid(effective_cadence, now, zone)
+        if schedule.status == ScheduleStatus.PAUSED.value and not new_grid:
+            grid, first = grid_of(schedule), _kept_grid_slot(schedule, now=now, zone=zone)
+        else:
+            grid, first = lay()
         _moved(lifecycle.enable(session, schedule, grid=grid, next_run_at=first, now=now, actor=actor))
     elif enable is False and schedule.status == ScheduleStatus.ACTIVE.value:
         paused = _moved(lifecycle.pause(session, schedule, now=now, actor=actor, reason=f"paused by {actor.label}"))
-        if cadence_changed:
-            grid, _ = _new_grid(effective_cadence, now, zone)
+        if new_grid:
+            grid, _ = lay()
             _moved(lifecycle.regrid(session, paused, grid=grid, next_run_at=None, now=now))
-    elif cadence_changed:
-        grid, first = _new_grid(effective_cadence, now, zone)
+    elif new_grid:
+        grid, first = lay()
         active = schedule.status == ScheduleStatus.ACTIVE.value
         _moved(lifecycle.regrid(session, schedule, grid=grid, next_run_at=first if active else None, now=now))
     return WorkChange(work, _reread(session, schedule.id))
@@ -263,17 +374,19 @@ def _moved(outcome):
 
 
 def _create_schedule(session: Session, work: Work, *, cadence: Cadence, billing: str, enable: bool, max_failures: int,
-                     overrides: dict, zone: str, actor: Actor, now: datetime, context: WorksContext) -> WorkChange:
+                     overrides: dict, named: NamedSlot, overlap: str, zone: str, actor: Actor, now: datetime,
+                     context: WorksContext) -> WorkChange:
     schedule = WorkSchedule(work_id=work.id, workspace_id=work.workspace_id, provider_overrides=overrides)
     if enable:
         _check_ready_to_run(work, schedule, context)
-    grid, first = _new_grid(cadence, now, zone)
+    grid, first = _new_grid(session, work, cadence, named, now=now, zone=zone, context=context)
     schedule.cadence = cadence.value
     schedule.status = (ScheduleStatus.ACTIVE if enable else ScheduleStatus.PAUSED).value
     schedule.anchor_at, schedule.anchor_local = grid.anchor_at, grid.anchor_local
     schedule.next_run_at = first if enable else None
     schedule.billing_mode = billing
     schedule.max_failure_before_pause = max_failures
+    schedule.overlap_policy = overlap
     schedule.failure_count = 0
     schedule.created_at = schedule.updated_at = now
     try:

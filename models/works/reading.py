@@ -11,7 +11,7 @@ from models.core.egress import url_refusal
 from models.core.errors import InvalidInput, NotFound
 from models.timing.cadence import Grid, next_slot, slots_between
 from models.timing.wall_time import InvalidTimezone
-from models.works.tables import RunStatus, Work, WorkRun, WorkSchedule, WorkUsage
+from models.works.tables import RunKind, RunStatus, Work, WorkRun, WorkSchedule, WorkUsage
 
 MAX_ID = 2**31 - 1
 
@@ -48,6 +48,15 @@ def schedule_of(session: Session, work_id: int, *, lock: bool = False) -> WorkSc
 def grid_of(schedule: WorkSchedule) -> Grid:
     """The schedule's grid as the pure cadence functions take it."""
     return Grid(schedule.cadence, anchor_at=schedule.anchor_at, anchor_local=schedule.anchor_local_naive)
+
+
+def last_generation_at(session: Session, work_id: int) -> datetime | None:
+    """When the work's last successful generation was: a scheduled run's slot, else its start; None if never."""
+    run = session.scalar(select(WorkRun).where(WorkRun.work_id == work_id, WorkRun.status == RunStatus.SUCCEEDED.value)
+                         .order_by(WorkRun.started_at.desc(), WorkRun.id.desc()).limit(1))
+    if run is None:
+        return None
+    return run.slot if run.kind == RunKind.SCHEDULED.value and run.slot is not None else run.started_at
 
 
 def workspace_of(session: Session, workspace_id: int) -> Workspace:

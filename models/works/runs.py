@@ -9,10 +9,11 @@ recovered), in one transaction:
 
 | run                   | the run    | the work   | its schedule                                                                 |
 |-----------------------|------------|------------|------------------------------------------------------------------------------|
-| scheduled, succeeded  | succeeded  | generated  | nextRunAt = first grid slot after now; failureCount = 0; scheduledFor cleared |
+| scheduled, succeeded  | succeeded  | generated  | nextRunAt = first grid slot after now (``buffer_one``: the latest slot that came due while it ran, due at once); failureCount = 0; scheduledFor kept |
 | scheduled, failed     | failed     | error      | failureCount + 1; nextRunAt = :func:`~models.timing.cadence.retry_at` (the earlier of the next slot and now + 15 min × 2^(n−1)); at maxFailureBeforePause: paused, and a notification |
-| manual, succeeded     | succeeded  | generated  | failureCount = 0; nextRunAt untouched (FR-10)                                |
-| manual, failed        | failed     | error      | nothing counted                                                              |
+| manual, succeeded     | succeeded  | generated  | failureCount and nextRunAt untouched (FR-10: only a scheduled success resets it) |
+| manual, failed        | failed     | error      | failureCount + 1 (FR-9), nextRunAt untouched; at maxFailureBeforePause: paused, and a notification |
+| not handed off        | failed     | error      | nothing counted: a scheduled run's claim is released, nextRunAt = the busy retry |
 | lost (zombie)         | lost       | error      | as a scheduled failure, when the claim was this run's                        |
 | lost, then succeeded  | succeeded  | generated (if nothing started since) | untouched: it was settled when the run was lost |
 
@@ -20,6 +21,7 @@ The schedule is settled only while its claim is still this run's (its ``claim_to
 schedule re-enabled or recovered meanwhile has moved on, and is left alone.
 """
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -27,9 +29,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from models.accounts.tables import Workspace
-from models.core.errors import Conflict, NotFound
+from models.core.database import write_session
+from models.core.errors import Conflict, NotFound, Unavailable
 from models.core.moves import Actor
-from models.timing.cadence import next_slot, retry_at
+from models.timing.cadence import next_slot, retry_at, slot_at_or_before
 from models.timing.wall_time import InvalidTimezone, to_local
 from models.works import generation, lifecycle
 from models.works.context import WorksContext
@@ -38,6 +41,7 @@ from models.works.reading import grid_of
 from models.works.tables import (
     ACTIVE_RUN_STATUSES,
     BillingMode,
+    OverlapPolicy,
     RunKind,
     RunStatus,
     ScheduleStatus,
@@ -46,6 +50,8 @@ from models.works.tables import (
     WorkSchedule,
     WorkUsage,
 )
+
+log = logging.getLogger("tickwork.works")
 
 # A schedule whose workspace zone is broken cannot read its calendar grid; it waits this long.
 _BROKEN_ZONE_WAIT_HOURS = 1
@@ -122,8 +128,12 @@ def _work_locked(session: Session, work_id: int) -> Work:
 
 
 def record_outcome(session: Session, token: str, *, succeeded: bool, error: str | None, now: datetime,
-                   actor: Actor, context: WorksContext) -> Ended:
-    """End the run ``token`` as generated or failed, and apply this module's table to its work and schedule."""
+                   actor: Actor, context: WorksContext, counted: bool = True) -> Ended:
+    """End the run ``token`` as generated or failed, and apply this module's table to its work and schedule.
+
+    ``counted=False`` is a run that never reached the works queue: it fails, and its
+    schedule is released without counting a failure (a hand-off is not a generation).
+    """
     # Locks are taken in one order everywhere: the work, then its run, then its schedule.
     run = run_by_token(session, token, lock=False)
     if run is None:
@@ -148,9 +158,24 @@ def record_outcome(session: Session, token: str, *, succeeded: bool, error: str 
     if not moved.ok:
         return Ended(run, False)
     ended = Ended(moved.row, True)
-    _settle_schedule(session, moved.row, work, succeeded=succeeded, error=error, now=now, actor=actor,
-                     context=context, ended=ended)
+    if counted:
+        _settle_schedule(session, moved.row, work, succeeded=succeeded, error=error, now=now, actor=actor,
+                         context=context, ended=ended)
+    else:
+        _release_schedule(session, moved.row, now=now, context=context)
     return ended
+
+
+def _release_schedule(session: Session, run: WorkRun, *, now: datetime, context: WorksContext) -> None:
+    """A scheduled run that was never handed over gives its claim back: due again after the busy retry."""
+    if run.schedule_id is None or run.kind != RunKind.SCHEDULED.value:
+        return
+    schedule = session.get(WorkSchedule, run.schedule_id, populate_existing=True)
+    if schedule.claim_token != run.token:
+        return
+    zone = _zone(session, schedule.workspace_id)
+    retry = min(now + context.policy.work_busy_retry, next_after(schedule, zone, now))
+    lifecycle.release_claim(session, schedule, token=run.token, next_run_at=retry, now=now)
 
 
 def lose_run(session: Session, run: WorkRun, *, cutoff: datetime, now: datetime, actor: Actor,
@@ -215,17 +240,34 @@ def _settle_schedule(session: Session, run: WorkRun, work: Work, *, succeeded: b
         query = query.with_for_update()
     schedule = session.scalar(query)
     if run.kind == RunKind.MANUAL.value:
-        lifecycle.record_manual_run(session, schedule.id, succeeded=succeeded, now=now)
+        recorded = lifecycle.record_manual_run(session, schedule, succeeded=succeeded, now=now)
+        if recorded.ok and not succeeded:
+            ended.paused, ended.actions = auto_pause_if_due(session, recorded.row, work, error=error, now=now,
+                                                            actor=actor)
         return
     if schedule.claim_token != run.token:
         return  # re-enabled or recovered since the claim: the schedule has moved on
     zone = _zone(session, work.workspace_id)
     failures = 0 if succeeded else schedule.failure_count + 1
+    next_run_at = next_after(schedule, zone, now, failures=failures)
+    if succeeded and schedule.overlap_policy == OverlapPolicy.BUFFER_ONE.value:
+        next_run_at = _buffered_slot(schedule, run, zone, now) or next_run_at
     settled = lifecycle.settle(session, schedule, token=run.token, failure_count=failures,
-                               next_run_at=next_after(schedule, zone, now, failures=failures),
+                               next_run_at=next_run_at,
                                run_status="generated" if succeeded else "error", now=now)
     if settled.ok and failures:
         ended.paused, ended.actions = auto_pause_if_due(session, settled.row, work, error=error, now=now, actor=actor)
+
+
+def _buffered_slot(schedule: WorkSchedule, run: WorkRun, zone: str | None, now: datetime) -> datetime | None:
+    """``buffer_one``: the latest slot that came due while ``run`` ran (it runs next, at once), or None."""
+    try:
+        latest = slot_at_or_before(grid_of(schedule), now, zone)
+    except InvalidTimezone:
+        return None
+    if latest is None or run.slot is None or latest <= run.slot:
+        return None
+    return latest
 
 
 def auto_pause_if_due(session: Session, schedule: WorkSchedule, work: Work, *, error: str, now: datetime,
@@ -238,7 +280,7 @@ def auto_pause_if_due(session: Session, schedule: WorkSchedule, work: Work, *, e
     if schedule.status != ScheduleStatus.ACTIVE.value or schedule.failure_count < schedule.max_failure_before_pause:
         return False, []
     reason = (f"paused after {schedule.failure_count} consecutive failures "
-              f"(maxFailureBeforePause {schedule.max_failure_before_pause}); last error: {error}")
+              f"(the schedule pauses at {schedule.max_failure_before_pause} in a row); last error: {error}")
     paused = lifecycle.pause(session, schedule, now=now, actor=actor, reason=reason[:2000])
     if not paused.ok:
         return False, []
@@ -266,3 +308,30 @@ def recover_lost_claim(session: Session, schedule: WorkSchedule, *, cutoff: date
             session, moved.row, work, now=now, actor=actor,
             error=f"claimed at {schedule.claimed_at:%Y-%m-%d %H:%M:%S}Z and no generation within {minutes} min")
     return ended
+
+
+def hand_off_or_release(context: WorksContext, runs: list[WorkRun], *, actor: Actor) -> None:
+    """Hand started runs to the works queue; when it cannot take them, fail them uncounted and answer 503.
+
+    Both shells' Run Now call this after their transaction committed, as the dispatcher does
+    for its claims: a run the queue never got must not leave its work ``generating`` until
+    zombie recovery, and is not a generation failure (FR-9 counts generations).
+    """
+    try:
+        context.hand_off([run.id for run in runs])
+    except Exception as exc:  # the queue's storage is unreachable: settle now, tell the caller
+        error = release_unhanded(context, runs, exc, actor=actor)
+        raise Unavailable(f"The works queue cannot take the generation now ({error}); nothing was started and "
+                          "no failure counted. Try again in a moment.", code="queue_unavailable") from None
+
+
+def release_unhanded(context: WorksContext, runs: list[WorkRun], exc: Exception, *, actor: Actor) -> str:
+    """Fail runs the works queue refused, without counting a failure; returns the error in words."""
+    error = f"could not be handed to the works queue: {type(exc).__name__}: {exc}"[:2000]
+    log.error("runs %s %s", [run.id for run in runs], error)
+    for run in runs:
+        with write_session(context.engine) as session:
+            ended = record_outcome(session, run.token, succeeded=False, error=error, now=context.clock.now(),
+                                   actor=actor, context=context, counted=False)
+        context.announce(ended.actions)
+    return error

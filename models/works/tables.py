@@ -58,6 +58,13 @@ class BillingMode(str, enum.Enum):
     USAGE = "usage"  # any cadence; every generation writes a usage-ledger row
 
 
+class OverlapPolicy(str, enum.Enum):
+    """What a slot does when it comes due while the work's last generation still runs (Temporal's overlap policies)."""
+
+    SKIP = "skip"  # the slot is skipped (outcome skipped, reason still_generating)
+    BUFFER_ONE = "buffer_one"  # the slot runs as soon as that generation ends; at most one waits
+
+
 class RunKind(str, enum.Enum):
     """What started a run."""
 
@@ -135,6 +142,8 @@ class WorkSchedule(Base):
     anchor_local: Mapped[datetime | None] = mapped_column(DateTime(timezone=False))
     billing_mode: Mapped[str] = mapped_column(String(16), default=BillingMode.SUBSCRIPTION.value)
     max_failure_before_pause: Mapped[int] = mapped_column(Integer, default=3)
+    overlap_policy: Mapped[str] = mapped_column(String(16), default=OverlapPolicy.SKIP.value,
+                                                server_default=OverlapPolicy.SKIP.value)
     failure_count: Mapped[int] = mapped_column(Integer, default=0)
     provider_overrides: Mapped[dict] = mapped_column(JSON, default=dict)
     last_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
@@ -148,6 +157,7 @@ class WorkSchedule(Base):
         # Additive: a new cadence is a migration that adds it here, never a rewrite of rows.
         CheckConstraint(_check_in("cadence", Cadence), name="cadence"),
         CheckConstraint(_check_in("billing_mode", BillingMode), name="billing_mode"),
+        CheckConstraint(_check_in("overlap_policy", OverlapPolicy), name="overlap_policy"),
         CheckConstraint(f"max_failure_before_pause BETWEEN 1 AND {MAX_FAILURES_BEFORE_PAUSE}",
                         name="max_failure_before_pause"),
         CheckConstraint("failure_count >= 0", name="failure_count"),

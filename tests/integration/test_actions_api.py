@@ -66,7 +66,7 @@ BAD_INPUTS = [
     ("payload that is not an object", dict(json=body(payload="hi")), 422, "payload"),
     ("payload over 64 KiB", dict(json=body(payload={"x": "a" * (64 * 1024)})), 413, "payload"),
     ("no time at all", dict(json=body(publish_at=None)), 422, "publish_at"),
-    ("both times", dict(json=body(local_time="2026-06-02T09:00")), 422, "publish_at"),
+    ("both times", dict(json=body(local_time="2026-06-02T09:00")), 422, "local_time"),
     ("publish_at without an offset", dict(json=body(publish_at="2026-06-01T14:00:00")), 422, "publish_at"),
     ("publish_at that is not a date", dict(json=body(publish_at="tomorrow")), 422, "publish_at"),
     ("publish_at on February 30th", dict(json=body(publish_at="2026-02-30T10:00:00Z")), 422, "publish_at"),

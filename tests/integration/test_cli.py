@@ -3,6 +3,7 @@
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 from sqlalchemy import func, select
@@ -112,6 +113,7 @@ def test_the_installed_command_reports_errors_without_a_traceback(database_url):
     ("TICKWORK_POLICY_JSON", '{"tick_budget": "soon"}', "tick_budget is a number of seconds"),
     ("TICKWORK_POLICY_JSON", '{"recovery_timeout": 1}', "timeouts must be ordered"),
     ("TICKWORK_POLICY_JSON", '{"nope": 1}', "unknown policy setting 'nope'"),
+    ("TICKWORK_POLICY_JSON", '{"max_attempts": 50}', "max_attempts is from 1 to 5"),
     ("TICKWORK_QUEUE_URL", "ftp://queue", "TICKWORK_QUEUE_URL 'ftp://queue': expected"),
     ("TICKWORK_DATABASE_URL", "mysql://db/x", "TICKWORK_DATABASE_URL mysql://...: expected"),
     ("TICKWORK_EGRESS_ALLOW", "10.0.0.0/8,relay internal", "TICKWORK_EGRESS_ALLOW: 'relay internal' is neither"),
@@ -126,3 +128,17 @@ def test_a_setting_tickwork_cannot_start_with_is_one_clear_line_and_exit_2(datab
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and fragment in result.stderr
     assert result.stderr.strip().count("\n") == 0
+
+
+@pytest.mark.only_backend("sqlite")  # read before any database is opened
+def test_max_attempts_above_five_stops_every_process_at_start_naming_it(database_url):
+    """The playbook bounds retries at 5: every tickwork command, the consumer and the web process refuse more."""
+    tickwork = shutil.which("tickwork", path=str(ROOT / ".venv" / "bin")) or shutil.which("tickwork")
+    env = dict(os.environ, TICKWORK_DATABASE_URL=database_url, TICKWORK_SECRET_KEY=TEST_SECRET,
+               TICKWORK_QUEUE_URL="immediate", TICKWORK_POLICY_JSON='{"max_attempts": 6}')
+    for command in (["dispatch-works"], ["consumer"]):
+        result = subprocess.run([tickwork, *command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2 and "max_attempts is from 1 to 5" in result.stderr, (command, result.stderr)
+    web = subprocess.run([sys.executable, "-c", "import wsgi"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert web.returncode != 0 and "max_attempts is from 1 to 5" in web.stderr

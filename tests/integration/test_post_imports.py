@@ -6,6 +6,7 @@ T0 is 2026-06-01 12:00 UTC, 08:00 in the world's zone (America/New_York).
 
 import io
 
+import pytest
 from sqlalchemy import func, select
 
 from models.actions.tables import ScheduledAction
@@ -14,12 +15,13 @@ from models.core.database import read_session, write_session
 from models.imports.tables import CsvImport
 from models.posts.tables import Post
 from tests.integration.test_openapi import documented
+from tests.media_files import png_bytes
 
 LONG = "x" * 600  # more than a Mastodon channel takes (500)
 HEADER = "body,targets,date,time,media\n"
 LINES = [
     # line 2 onwards, and each line's fate
-    ('Fresh bread at nine,main,2026-06-10,09:00,https://example.com/bread.jpg', "schedule"),
+    ('Fresh bread at nine,main,2026-06-10,09:00,1', "schedule"),
     ("Night owl,main,2026-11-01,01:30,", "schedule"),
     ("Spring forward,main,2027-03-14,02:30,", "schedule"),
     ("Bad date,main,2026-13-40,09:00,", "bad_time"),
@@ -27,13 +29,24 @@ LINES = [
     ("Too late,main,2026-05-01,09:00,", "in_the_past"),
     ("Nowhere,nowhere,2026-06-10,09:00,", "unknown_channel"),
     (f"{LONG},main|toots,2026-06-10,09:00,", "too_long"),
-    ('Fresh bread at nine,main,2026-06-10,09:00,https://example.com/bread.jpg', "duplicate_line"),
+    ('Fresh bread at nine,main,2026-06-10,09:00,1', "duplicate_line"),
     (",main,2026-06-10,09:00,", "invalid_value"),
     ("Two targets,main|toots,2026-06-11,10:00,", "schedule"),
     ("Bad link,main,2026-06-11,10:00,ftp://example.com/x", "invalid_value"),
+    ("A link to fetch,main,2026-06-11,10:00,https://example.com/x.jpg", "invalid_value"),
+    ("Not in the library,main,2026-06-11,10:00,999", "invalid_value"),
     ("one,two,three,four,five,six", "malformed"),
 ]
 FILE = (HEADER + "\n".join(line for line, _ in LINES) + "\n").encode()
+
+
+@pytest.fixture(autouse=True)
+def photo(client, world):
+    """Media item 1, which the file's first line names."""
+    answer = client.post("/api/v1/media", headers=world.auth("marketer"), content_type="multipart/form-data",
+                         data={"file": (io.BytesIO(png_bytes()), "bread.png")})
+    assert answer.status_code == 201 and answer.json["id"] == 1, answer.json
+    return answer.json
 
 
 def _add_channel(app, world, name, kind="log"):
@@ -67,7 +80,7 @@ def test_the_dry_run_reports_each_lines_fate_and_writes_no_post(app, client, wor
     assert "does not exist" in messages[4] and "moved to 03:30 EDT" in messages[4]
     assert "is in the past" in messages[7]
     assert "'nowhere'" in messages[8]
-    assert "toots (mastodon) takes at most 500" in messages[9]
+    assert "toots (mastodon) refuses the body" in messages[9] and "at most 500" in messages[9]
     assert messages[10] == "line 2 has the same body, targets and time"
     assert report["accepted"] == 4 and report["counts"]["schedule"] == 4
     assert _count(app, Post) == 0 and _count(app, ScheduledAction) == 0
@@ -84,7 +97,7 @@ def test_the_commit_makes_exactly_the_promised_posts_approved_and_only_once(app,
     assert [(p["body"], p["local_time"], p["publish_at"], p["status"], [t["channel"] for t in p["targets"]],
              p["media"]) for p in posts] == [
         ("Fresh bread at nine", "2026-06-10T09:00", "2026-06-10T13:00:00Z", "approved", ["main"],
-         ["https://example.com/bread.jpg"]),
+         [1]),
         ("Two targets", "2026-06-11T10:00", "2026-06-11T14:00:00Z", "approved", ["main", "toots"], []),
         ("Night owl", "2026-11-01T01:30", "2026-11-01T05:30:00Z", "approved", ["main"], []),
         ("Spring forward", "2027-03-14T02:30", "2027-03-14T07:30:00Z", "approved", ["main"], []),

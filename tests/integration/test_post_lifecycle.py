@@ -78,10 +78,28 @@ def test_a_move_from_a_status_the_post_no_longer_has_is_refused_not_overwritten(
     assert [event[:2] for event in _events(app, post_id)] == [(None, "draft")]
 
 
-def test_a_row_whose_post_went_back_to_draft_is_stopped_at_claim_time_not_sent(app, client, world, clock):
-    """The reconciler leaves a young row alone (the age gate); the dispatch's pre-send check catches it."""
+def _draft_behind_its_rows(app, post_id) -> None:
+    """A post that is a draft while its reconciler row is still queued: unapprove cancels the rows in
+    its own transaction, so only a write outside the posts wing leaves this; the dispatch's check is
+    the last line against it."""
+    with app.app_context(), write_session() as session:
+        session.execute(update(Post).where(Post.id == post_id).values(status="draft"))
+
+
+def test_unapprove_leaves_no_queued_row_behind_whatever_its_age(app, client, world, clock):
     post_id = _post(client, world, local_time="2026-06-01T08:01")
-    _call(client, world, post_id, "unapprove")  # the row is younger than the age gate: it stays queued
+    _call(client, world, post_id, "unapprove")  # the row is far younger than the age gate
+    from tests.integration.test_reconciler import _rows
+    (row,) = _rows(app, post_id)
+    assert (row.status, row.cancel_kind) == ("cancelled", "orphaned")
+    clock.advance(minutes=1, seconds=30)
+    assert tick(app)["due"] == 0
+
+
+def test_a_row_whose_post_went_back_to_draft_is_stopped_at_claim_time_not_sent(app, client, world, clock):
+    """Should a draft's row still be queued, the dispatch's pre-send check withdraws it."""
+    post_id = _post(client, world, local_time="2026-06-01T08:01")
+    _draft_behind_its_rows(app, post_id)
     clock.advance(minutes=1, seconds=30)
     summary = tick(app)
     assert summary["outcomes"] == {"stopped:orphaned": 1}
@@ -146,7 +164,7 @@ def test_the_pre_send_check_also_stops_a_row_that_calls_out_before_it_reaches_th
         save_channel(session, world.workspace_id, name="hook", kind="webhook", config={"url": httpserver.url_for("/hook")},
                      secret="shh", box=runtime().secret_box, now=runtime().now())
     post_id = _post(client, world, local_time="2026-06-01T08:01", targets=("hook",))
-    _call(client, world, post_id, "unapprove")
+    _draft_behind_its_rows(app, post_id)
     clock.advance(minutes=1, seconds=30)
     assert tick(app)["outcomes"] == {"stopped:orphaned": 1}
     assert httpserver.log == []

@@ -1,5 +1,7 @@
 """``/api/v1/posts``: the happy paths, and every bad input answered with a 4xx that changes nothing."""
 
+import io
+
 from sqlalchemy import func, select, text
 
 from models.actions.tables import ScheduledAction
@@ -7,6 +9,7 @@ from models.channels.tables import Channel
 from models.core.database import db, write_session
 from models.posts.tables import Post, PostTarget
 from tests.conftest import make_world
+from tests.media_files import png_bytes
 
 # T0 is 2026-06-01T12:00Z, 08:00 in New York.
 LATER = "2026-06-01T10:00"  # 14:00Z
@@ -32,9 +35,12 @@ def _add_channel(app, world, name, kind="log", config=None):
 
 
 def test_create_approve_and_show_a_post(client, world):
-    created = _new(client, world, media=["https://cdn.example.com/bread.jpg"])
+    photo = client.post("/api/v1/media", headers=world.auth("marketer"), content_type="multipart/form-data",
+                        data={"file": (io.BytesIO(png_bytes()), "bread.png")}).json
+    created = _new(client, world, media=[photo["id"]])
     assert created.status_code == 201, created.json
     post = created.json
+    assert post["media"] == [photo["id"]]
     assert post["status"] == "draft" and post["publish_at"] == "2026-06-01T14:00:00Z"
     assert post["delivery"] == {"sent": 0, "total": 1, "label": "0 of 1 sent"}
     approved = client.post(f"/api/v1/posts/{post['id']}/approve", headers=world.auth("marketer"))
@@ -185,16 +191,27 @@ def test_a_garbage_zone_is_a_4xx_not_a_500(client, app, world):
 
 def test_post_now_bad_input(client, app, world):
     post = _new(client, world).json
+    assert client.post(f"/api/v1/posts/{post['id']}/approve", headers=world.auth()).status_code == 200
     for body in ({"channel": "ghost"}, {"channel": 7}, {"other": 1}):
         answer = client.post(f"/api/v1/posts/{post['id']}/post-now", headers=world.auth(), json=body)
         assert answer.status_code == 422, (body, answer.json)
-    assert _counts(app)[2] == 0
+    assert _counts(app)[2] == 1  # the approved post's own row, nothing more
     sent = client.post(f"/api/v1/posts/{post['id']}/post-now", headers=world.auth())
-    assert sent.status_code == 200 and sent.json["actions"][0]["origin"] == "person"
+    assert sent.status_code == 200 and sent.json["actions"][-1]["origin"] == "person"
     again = client.post(f"/api/v1/posts/{post['id']}/post-now", headers=world.auth(), json={"channel": "main"})
     assert again.status_code == 200  # the queued row is replaced, not doubled
-    assert [a["status"] for a in again.json["actions"]] == ["cancelled", "queued"]
-    assert again.json["actions"][1]["rescheduled_from"] == again.json["actions"][0]["id"]
+    assert [a["status"] for a in again.json["actions"]] == ["cancelled", "cancelled", "queued"]
+    assert again.json["actions"][2]["rescheduled_from"] == again.json["actions"][1]["id"]
+
+
+def test_post_now_on_a_draft_is_409_not_approved_and_sends_nothing(client, app, world):
+    post = _new(client, world).json
+    answer = client.post(f"/api/v1/posts/{post['id']}/post-now", headers=world.auth())
+    assert answer.status_code == 409
+    assert answer.json["error"]["code"] == "not_approved" and "draft" in answer.json["error"]["message"]
+    assert _counts(app)[2] == 0
+    shown = client.get(f"/api/v1/posts/{post['id']}", headers=world.auth())
+    assert shown.json["status"] == "draft"
 
 
 def test_the_reconciler_row_of_a_post_cannot_be_rescheduled_alone(client, world):
@@ -203,3 +220,22 @@ def test_the_reconciler_row_of_a_post_cannot_be_rescheduled_alone(client, world)
     answer = client.post(f"/api/v1/actions/{row['id']}/reschedule", headers=world.auth(),
                          json={"local_time": "2026-06-02T09:00"})
     assert answer.status_code == 409 and answer.json["error"]["code"] == "follows_post"
+    assert f"follows post #{post['id']};" in answer.json["error"]["message"]
+    assert answer.json["error"]["post_id"] == post["id"]
+
+
+def test_a_past_local_time_is_refused_naming_local_time_and_both_times_is_not_called_missing(client, world):
+    base = {"action_type": "send_email", "channel": "main", "target_key": "a@example.test", "payload": {}}
+    past = client.post("/api/v1/actions", headers=world.auth(), json={**base, "local_time": "2026-05-01T09:00"})
+    assert past.status_code == 422
+    assert (past.json["error"]["field"], past.json["error"]["code"]) == ("local_time", "in_the_past")
+    assert past.json["error"]["message"].startswith("local_time ")
+    both = client.post("/api/v1/actions", headers=world.auth(),
+                       json={**base, "local_time": "2026-06-02T09:00", "publish_at": "2026-06-02T13:00:00Z"})
+    assert both.status_code == 422 and both.json["error"]["code"] == "both_given"
+    neither = client.post("/api/v1/actions", headers=world.auth(), json=base)
+    assert neither.status_code == 422 and neither.json["error"]["code"] == "missing"
+    made = client.post("/api/v1/actions", headers=world.auth(), json={**base, "local_time": "2026-06-02T09:00"})
+    moved = client.post(f"/api/v1/actions/{made.json['id']}/reschedule", headers=world.auth(),
+                        json={"local_time": "2026-05-01T09:00"})
+    assert moved.status_code == 422 and moved.json["error"]["field"] == "local_time"

@@ -145,17 +145,32 @@ def test_the_in_flight_yank_a_claimed_row_survives_unapproval(client, app, world
 
 
 def test_the_in_flight_yank_a_young_row_waits_out_the_age_gate(client, app, world, clock):
-    post_id = _post(client, world, local_time="2026-06-01T09:00")
+    """The age gate guards the reconciler's own removals: a target removed from an approved post."""
+    _add_channel(app, world, "second")
+    post_id = _post(client, world, local_time="2026-06-01T09:00", targets=("main", "second"))
     clock.advance(seconds=30)
-    _call(client, world, post_id, "unapprove")
-    assert [r.status for r in _rows(app, post_id)] == ["queued"]
+    answer = client.patch(f"/api/v1/posts/{post_id}", headers=world.auth("marketer"), json={"targets": ["main"]})
+    assert answer.status_code == 200, answer.json
+    assert sorted((r.target_key, r.status) for r in _rows(app, post_id)) == [("main", "queued"), ("second", "queued")]
     clock.advance(seconds=60)
     assert _reconcile(app)["skip_young"] == 1
     clock.advance(seconds=31)  # now 2 min 1 s old
     summary = _reconcile(app)
     assert summary["removed"] == 1
+    row = [r for r in _rows(app, post_id) if r.target_key == "second"][0]
+    assert (row.status, row.cancel_kind) == ("cancelled", "orphaned")
+
+
+def test_unapprove_cancels_the_posts_queued_rows_at_once_as_orphaned_and_approving_again_mints_them(
+        client, app, world, clock):
+    post_id = _post(client, world, local_time="2026-06-01T09:00")
+    clock.advance(seconds=30)  # far younger than the age gate
+    _call(client, world, post_id, "unapprove")
     [row] = _rows(app, post_id)
     assert (row.status, row.cancel_kind) == ("cancelled", "orphaned")
+    _call(client, world, post_id, "approve")
+    old, new = _rows(app, post_id)
+    assert old.id == row.id and (new.status, new.origin) == ("queued", "reconciler")
 
 
 def test_the_retry_that_was_deleted_an_admins_retry_on_an_archived_post_sends(client, app, world, clock):
@@ -316,21 +331,20 @@ def test_the_stale_view_a_pass_waits_for_an_edit_in_flight_and_reads_it(client, 
     assert live.publish_at == datetime(2026, 6, 1, 15, 0, tzinfo=timezone.utc)
 
 
-def test_archive_cancels_and_post_now_after_archive_sends_once(client, app, world, clock):
+def test_archive_cancels_and_post_now_after_archive_is_refused(client, app, world, clock):
     post_id = _post(client, world, local_time="2026-06-01T10:00")
     archived = _call(client, world, post_id, "archive")
     assert [(a["status"], a["cancel_kind"]) for a in archived["actions"]] == [("cancelled", "person")]
     assert _reconcile(app)["inserted"] == 0
-    sent = _call(client, world, post_id, "post-now", channel="main")
-    assert sent["actions"][-1]["origin"] == "person" and sent["actions"][-1]["publish_at"] == "2026-06-01T12:00:00Z"
-    tick(app)
+    refused = client.post(f"/api/v1/posts/{post_id}/post-now", headers=world.auth("marketer"), json={"channel": "main"})
+    assert refused.status_code == 409 and refused.json["error"]["code"] == "not_approved"
     for _ in range(3):
         clock.advance(minutes=3)
         summary = _reconcile(app)
         assert summary["inserted"] == 0 and summary["removed"] == 0
         tick(app)
-    assert _sends(app, post_id) == 1
-    assert [r.status for r in _rows(app, post_id)] == ["cancelled", "published"]
+    assert _sends(app, post_id) == 0
+    assert [r.status for r in _rows(app, post_id)] == ["cancelled"]
 
 
 def test_post_now_replaces_the_queued_row_and_the_reconciler_leaves_it(client, app, world, clock):

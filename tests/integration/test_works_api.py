@@ -17,41 +17,47 @@ from tests.integration.works_helpers import (
 )
 
 UTC = timezone.utc
-# T0 is 2026-06-01 12:00 UTC, 08:00 in New York: every new grid starts on the next local hour, 09:00.
+# T0 is 2026-06-01 12:00 UTC, 08:00 in New York. A work never generated runs one cadence after its schedule is
+# enabled; the helper's calendar schedules name 09:00, whose first slot is 13:00Z today.
 FIRST_SLOT = "2026-06-01T13:00:00Z"
+ONE_CADENCE_AFTER_T0 = {"hourly": "2026-06-01T13:00:00Z", "every_3_hours": "2026-06-01T15:00:00Z",
+                        "every_8_hours": "2026-06-01T20:00:00Z", "every_12_hours": "2026-06-02T00:00:00Z",
+                        "daily": "2026-06-02T12:00:00Z", "weekly": "2026-06-08T12:00:00Z",
+                        "monthly": "2026-07-01T12:00:00Z"}
 SEVEN = ["hourly", "every_3_hours", "every_8_hours", "every_12_hours", "daily", "weekly", "monthly"]
 
 
 def test_fr1_get_put_delete_and_run_are_served_at_the_seeds_paths(client, world):
     work_id = create_work(client, world)
-    assert client.get(f"/api/works/{work_id}/schedule", headers=world.auth("marketer")).json["status"] == "disabled"
+    assert client.get(f"/api/works/{work_id}/schedule", headers=world.auth("ops")).json["status"] == "disabled"
     created = put_schedule(client, world, work_id, cadence="weekly", maxFailureBeforePause=4)
     assert created.status_code == 201
     assert {key: created.json[key] for key in ("status", "cadence", "nextRunAt", "billingMode",
                                                "maxFailureBeforePause", "failureCount", "providerOverrides")} == {
-        "status": "active", "cadence": "weekly", "nextRunAt": FIRST_SLOT, "billingMode": "subscription",
-        "maxFailureBeforePause": 4, "failureCount": 0, "providerOverrides": {}}
-    assert client.get(f"/api/works/{work_id}/schedule", headers=world.auth("marketer")).json["cadence"] == "weekly"
+        "status": "active", "cadence": "weekly", "nextRunAt": ONE_CADENCE_AFTER_T0["weekly"],
+        "billingMode": "subscription", "maxFailureBeforePause": 4, "failureCount": 0, "providerOverrides": {}}
+    assert client.get(f"/api/works/{work_id}/schedule", headers=world.auth("ops")).json["cadence"] == "weekly"
     ran = client.post(f"/api/works/{work_id}/schedule/run", headers=world.auth("ops"))
     assert ran.status_code == 202 and ran.json["run"]["kind"] == "manual"
-    assert ran.json["schedule"]["nextRunAt"] == FIRST_SLOT
+    assert ran.json["schedule"]["nextRunAt"] == ONE_CADENCE_AFTER_T0["weekly"]
     deleted = client.delete(f"/api/works/{work_id}/schedule", headers=world.auth("ops"))
     assert deleted.status_code == 200 and deleted.json["status"] == "canceled"
 
 
-def test_fr2_ac1_all_seven_cadence_values_are_accepted_by_the_api(app, client, world):
+def test_fr2_ac1_all_seven_cadence_values_are_accepted_and_a_work_never_generated_runs_one_cadence_after_enabling(
+        app, client, world):
     set_plan(app, world.workspace_id, "business")
     for cadence in SEVEN:
         work_id = create_work(client, world, name=f"every {cadence}")
         answer = put_schedule(client, world, work_id, cadence=cadence)
         assert answer.status_code == 201, (cadence, answer.json)
-        assert (answer.json["cadence"], answer.json["status"], answer.json["nextRunAt"]) == (cadence, "active",
-                                                                                              FIRST_SLOT)
+        assert (answer.json["cadence"], answer.json["status"], answer.json["nextRunAt"]) == (
+            cadence, "active", ONE_CADENCE_AFTER_T0[cadence])
         grid = answer.json["grid"]
         elapsed = cadence in SEVEN[:4]
         assert (grid["anchorAt"] is not None, grid["anchorLocal"] is not None) == (elapsed, not elapsed)
         if not elapsed:
-            assert grid["anchorLocal"] == "2026-06-01T09:00"
+            assert grid["anchorLocal"] == "2026-06-01T08:00"
     assert count(app, WorkSchedule) == 7
 
 
@@ -85,21 +91,20 @@ def test_put_creates_then_updates_and_omitted_fields_keep_their_values(client, w
     answer = put_schedule(client, world, work_id, maxFailureBeforePause=2)
     assert answer.status_code == 200
     assert (answer.json["cadence"], answer.json["billingMode"], answer.json["maxFailureBeforePause"],
-            answer.json["nextRunAt"]) == ("daily", "usage", 2, FIRST_SLOT)
+            answer.json["nextRunAt"]) == ("daily", "usage", 2, ONE_CADENCE_AFTER_T0["daily"])
 
 
 def test_saving_an_active_schedule_without_a_new_cadence_keeps_next_run_at_and_a_new_cadence_moves_it(
         client, world, clock):
     work_id = scheduled_work(client, world, cadence="daily", billingMode="usage")
-    clock.advance(minutes=75)  # 09:15 local: a new grid would start at 10:00
+    clock.advance(minutes=75)  # 09:15 local: a new grid, never generated, starts one cadence from now
     assert put_schedule(client, world, work_id, billingMode="usage").json["nextRunAt"] == FIRST_SLOT
     moved = put_schedule(client, world, work_id, cadence="hourly")
-    assert moved.json["nextRunAt"] == "2026-06-01T14:00:00Z" and moved.json["grid"]["anchorAt"] == moved.json[
-        "nextRunAt"]
+    assert (moved.json["nextRunAt"], moved.json["grid"]["anchorAt"]) == ("2026-06-01T14:15:00Z",
+                                                                        "2026-06-01T13:15:00Z")
 
 
-def test_enable_false_pauses_and_re_enabling_resets_failures_and_recomputes_next_run_from_now(app, client, world,
-                                                                                           clock):
+def test_enable_false_pauses_and_re_enabling_resets_failures_and_keeps_the_grid(app, client, world, clock):
     work_id = scheduled_work(client, world, cadence="daily", settings={"fail": "no network"})
     clock.set(datetime(2026, 6, 1, 13, 0, 30, tzinfo=UTC))
     Dispatcher(app).pass_()
@@ -108,9 +113,10 @@ def test_enable_false_pauses_and_re_enabling_resets_failures_and_recomputes_next
     assert paused.json["status"] == "paused" and paused.json["failureCount"] == 1
     clock.set(datetime(2026, 6, 3, 15, 20, tzinfo=UTC))
     resumed = put_schedule(client, world, work_id, enable=True)
+    # The 09:00 grid's next slot after now; the slots missed while paused are not caught up.
     assert (resumed.json["status"], resumed.json["failureCount"], resumed.json["nextRunAt"]) == (
-        "active", 0, "2026-06-03T16:00:00Z")
-    assert resumed.json["grid"]["anchorLocal"] == "2026-06-03T12:00"
+        "active", 0, "2026-06-04T13:00:00Z")
+    assert resumed.json["grid"]["anchorLocal"] == "2026-06-01T09:00"
 
 
 def test_delete_cancels_keeps_the_row_and_its_runs_and_a_later_put_enable_reactivates_it(app, client, world):
@@ -202,16 +208,18 @@ def test_the_webhook_pipeline_needs_the_public_address_and_then_activates(app_co
         db.engine.dispose()
 
 
-def test_edit_rights_are_ops_and_admins_and_a_marketer_may_read(client, world):
+def test_edit_rights_are_ops_and_admins_on_all_four_schedule_endpoints_and_a_marketer_may_read_the_work(client, world):
     work_id = scheduled_work(client, world)
     marketer = world.auth("marketer")
-    refusals = [client.put(f"/api/works/{work_id}/schedule", json={"enable": False}, headers=marketer),
+    refusals = [client.get(f"/api/works/{work_id}/schedule", headers=marketer),
+                client.put(f"/api/works/{work_id}/schedule", json={"enable": False}, headers=marketer),
+                client.put(f"/api/works/{work_id}/schedule?dry_run=1", json={"enable": False}, headers=marketer),
                 client.delete(f"/api/works/{work_id}/schedule", headers=marketer),
                 client.post(f"/api/works/{work_id}/schedule/run", headers=marketer),
                 client.post("/api/v1/works", json={"name": "M", "pipeline": "log"}, headers=marketer),
                 client.delete(f"/api/v1/works/{work_id}", headers=marketer)]
-    assert [(r.status_code, r.json["error"]["code"]) for r in refusals] == [(403, "forbidden")] * 5
-    assert client.get(f"/api/works/{work_id}/schedule", headers=marketer).json["status"] == "active"
+    assert [(r.status_code, r.json["error"]["code"]) for r in refusals] == [(403, "forbidden")] * 7
+    assert schedule_row(client.application, work_id).status == "active"
     assert client.get(f"/api/v1/works/{work_id}", headers=marketer).status_code == 200
     assert put_schedule(client, world, work_id, role="admin", enable=False).json["status"] == "paused"
 

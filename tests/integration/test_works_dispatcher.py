@@ -62,7 +62,7 @@ def test_fr3_dispatch_works_is_a_clock_job_on_its_interval_and_one_pass_prints_i
         "dispatch-works", 1, 1, 0, 0)
     assert summary["entries"] == [{"scheduleId": schedule_row(app, work_id).id, "workId": work_id,
                                    "outcome": "dispatched", "reason": None, "runId": runs(app, work_id)[0].id,
-                                   "scheduledFor": "2026-06-01T13:00:00Z"}]
+                                   "overlapPolicy": "skip", "scheduledFor": "2026-06-01T13:00:00Z"}]
 
 
 def test_fr4_the_first_claim_wins_and_the_loser_sees_nothing_updated_and_reports_skipped(app, client, world, clock):
@@ -114,7 +114,8 @@ def test_fr4_a_claim_racing_a_put_that_moves_next_run_at_loses(app, client, worl
     assert (entry.outcome, entry.reason) == ("skipped", "already_claimed")
     assert waited > 0.2, "the claim did not wait for the PUT's transaction: no race was run"
     assert runs(app, work_id) == []
-    assert schedule_row(app, work_id).next_run_at == SLOT + timedelta(hours=1)
+    # The new hourly grid starts at the dispatcher's next pass after the PUT (13:01), its first slot an hour on.
+    assert schedule_row(app, work_id).next_run_at == SLOT + timedelta(hours=1, minutes=1)
 
 
 def test_fr5_ac3_drift_is_bounded_a_schedule_that_fires_90_seconds_late_stays_anchored_on_its_slot(
@@ -127,19 +128,21 @@ def test_fr5_ac3_drift_is_bounded_a_schedule_that_fires_90_seconds_late_stays_an
     assert (claimed.next_run_at, claimed.scheduled_for) == (None, SLOT)
     dispatcher.run_handed()
     settled = schedule_row(app, work_id)
-    assert (settled.next_run_at, settled.scheduled_for, settled.failure_count) == (NEXT_DAY, None, 0)
+    # scheduledFor keeps the slot the last claim took after the run settled.
+    assert (settled.next_run_at, settled.scheduled_for, settled.failure_count) == (NEXT_DAY, SLOT, 0)
     assert [(run.slot, run.started_at) for run in runs(app, work_id)] == [(SLOT, SLOT + timedelta(seconds=90))]
 
 
 def test_a_three_day_outage_runs_once_and_resumes_on_the_grid(app, client, world, clock):
     work_id = scheduled_work(client, world, cadence="every_8_hours", billingMode="usage")
+    first = clock.now() + timedelta(hours=8)  # one cadence after enabling: 20:00Z, on a grid of 04:00, 12:00, 20:00
     dispatcher = Dispatcher(app)
     at(clock, days=3, minutes=10)
     assert dispatcher.pass_()["dispatched"] == 1
     assert dispatcher.pass_()["dueCount"] == 0
-    assert schedule_row(app, work_id).next_run_at == SLOT + timedelta(days=3, hours=8)
+    assert schedule_row(app, work_id).next_run_at == first + timedelta(days=3)
     # The one run belongs to the slot that was due (its scheduledFor); the eight missed since are not replayed.
-    assert [(run.slot, run.started_at) for run in runs(app, work_id)] == [(SLOT, SLOT + timedelta(days=3, minutes=10))]
+    assert [(run.slot, run.started_at) for run in runs(app, work_id)] == [(first, SLOT + timedelta(days=3, minutes=10))]
 
 
 def test_a_failed_runs_retries_keep_the_slot_they_retry_and_the_grid_never_drifts(app, client, world, clock):
@@ -237,17 +240,16 @@ def test_fr6_a_claim_whose_task_was_lost_is_freed_after_the_timeout_and_not_befo
 
 def test_fr7_due_schedules_are_handled_one_after_another_in_next_run_at_then_id_order_up_to_the_batch(
         app, client, world, clock):
-    works = [scheduled_work(client, world) for _ in range(4)]
-    clock.advance(minutes=30)
-    works.insert(0, scheduled_work(client, world, cadence="hourly", billingMode="usage"))  # its first slot: 13:00 too
+    works = [scheduled_work(client, world) for _ in range(4)]  # all due at 13:00
+    clock.advance(minutes=-30)
+    works.insert(0, scheduled_work(client, world, cadence="hourly", billingMode="usage"))  # a later id, due at 12:30
     dispatcher = Dispatcher(app, work_max_batch=3)
     at(clock, seconds=20)
     first = dispatcher.pass_(run=False)
     second = dispatcher.pass_(run=False)
-    ids = sorted(works[1:]) + [works[0]]  # all due at 13:00: by id
+    ids = [works[0]] + sorted(works[1:])  # by nextRunAt, then by id
     assert (first["dueCount"], first["batchFull"], second["dueCount"], second["batchFull"]) == (3, True, 2, False)
     assert [entry["workId"] for entry in first["entries"] + second["entries"]] == ids
-    assert dispatcher.handed == sorted(dispatcher.handed)
 
 
 def test_fr8_the_dispatch_summary_is_stored_on_its_clock_run_and_shown_on_the_health_page(
@@ -290,6 +292,7 @@ def test_fr9_ac5_auto_pause_kicks_in_after_max_failure_before_pause_consecutive_
         statuses.append((schedule.failure_count, schedule.status))
     assert statuses == [(1, "active"), (2, "active"), (3, "paused")]
     assert "3 consecutive failures" in schedule_row(app, work_id).paused_reason
+    assert "maxFailureBeforePause" not in schedule_row(app, work_id).paused_reason  # words, not the API's field
     with app.app_context(), read_session() as session:
         (notification,) = session.scalars(select(Notification))
         (send,) = session.scalars(select(ScheduledAction).where(ScheduledAction.origin == "system"))
@@ -311,7 +314,7 @@ def test_fr9_ac5_auto_pause_kicks_in_after_max_failure_before_pause_consecutive_
     assert count(app, Notification) == 1 and count(app, ScheduledAction) == 1
 
 
-def test_fr10_ac6_run_now_before_the_next_slot_preserves_the_slot_and_its_failures_do_not_count(
+def test_fr10_ac6_run_now_before_the_next_slot_preserves_the_slot_and_fr9_counts_its_failure_not_its_success(
         app, client, world, clock):
     work_id = scheduled_work(client, world)
     dispatcher = Dispatcher(app)
@@ -326,13 +329,15 @@ def test_fr10_ac6_run_now_before_the_next_slot_preserves_the_slot_and_its_failur
     dispatcher.end(failed, succeeded=False)
     after_failure = schedule_row(app, work_id)
     assert (after_failure.failure_count, after_failure.next_run_at, after_failure.last_run_status) == (
-        1, retry, "error")
+        2, retry, "error")
     at(clock, minutes=6)
     succeeded = run_now_held(dispatcher, world, work_id)
     dispatcher.handed.clear()
     dispatcher.end(succeeded, succeeded=True)
     after_success = schedule_row(app, work_id)
-    assert (after_success.failure_count, after_success.next_run_at) == (0, retry)
+    # A successful Run Now neither resets failureCount nor moves nextRunAt: only a scheduled success resets it.
+    assert (after_success.failure_count, after_success.next_run_at, after_success.last_run_status) == (
+        2, retry, "generated")
     assert [(run.kind, run.slot) for run in runs(app, work_id)] == [("scheduled", SLOT), ("manual", None),
                                                                      ("manual", None)]
 
@@ -358,7 +363,7 @@ def test_a_busy_work_is_skipped_and_tried_again_15_minutes_later_without_a_failu
     run_now_held(dispatcher, world, work_id)
     at(clock, seconds=40)
     summary = dispatcher.pass_(run=False)
-    assert [(e["outcome"], e["reason"]) for e in summary["entries"]] == [("skipped", "already_generating")]
+    assert [(e["outcome"], e["reason"]) for e in summary["entries"]] == [("skipped", "still_generating")]
     schedule = schedule_row(app, work_id)
     assert (schedule.next_run_at, schedule.failure_count, schedule.status) == (
         SLOT + timedelta(minutes=15, seconds=40), 0, "active")
@@ -408,7 +413,7 @@ def test_fr11_ac7_provider_overrides_validate_plugin_ids_against_the_registry_wi
         assert answer.status_code == 422 and answer.json["error"]["code"] == code, answer.json
         assert answer.json["error"]["field"] == f"providerOverrides.{capability}"
     overrides = {"search": "acme-search", "ai": "acme-ai", "pipeline": "acme-pipeline"}
-    accepted = put_schedule(client, world, work_id, cadence="daily", providerOverrides=overrides)
+    accepted = put_schedule(client, world, work_id, cadence="daily", time="09:00", providerOverrides=overrides)
     assert accepted.status_code == 201 and accepted.json["providerOverrides"] == overrides
     dispatcher = Dispatcher(app)
     at(clock, seconds=10)
@@ -449,3 +454,15 @@ def test_every_status_change_of_a_schedule_and_a_run_writes_its_event(app, clien
         ("generation", "idle", "generating"), ("run", None, "running"), ("run", "running", "succeeded"),
         ("generation", "generating", "generated"), ("schedule", "active", "canceled")]
     assert count(app, WorkRun) == 1
+
+
+def test_a_plan_change_behind_the_apis_back_pauses_at_dispatch(app, client, world, clock):
+    from tests.integration.works_helpers import set_plan
+
+    set_plan(app, world.workspace_id, "business")
+    work_id = scheduled_work(client, world, cadence="hourly")
+    set_plan(app, world.workspace_id, "free")  # written straight to the table: only the dispatcher can notice
+    at(clock, seconds=10)
+    summary = Dispatcher(app).pass_()
+    assert [(e["outcome"], e["reason"]) for e in summary["entries"]] == [("skipped", "cadence_not_in_plan")]
+    assert schedule_row(app, work_id).status == "paused" and runs(app, work_id) == []

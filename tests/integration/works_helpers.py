@@ -25,8 +25,15 @@ def put_schedule(client, world, work_id: int, role="ops", **body):
     return client.put(f"/api/works/{work_id}/schedule", json=body, headers=world.auth(role))
 
 
+CALENDAR = ("daily", "weekly", "monthly")
+
+
 def scheduled_work(client, world, *, cadence="daily", settings=None, **body) -> int:
-    """A work with an active schedule."""
+    """A work with an active schedule; a calendar one names 09:00 (at T0, 08:00 in New York, its first slot is
+    13:00Z today), so the tests of what follows a slot share one. ``time=None`` leaves the rule's first slot."""
+    if cadence in CALENDAR:
+        body.setdefault("time", "09:00")
+    body = {key: value for key, value in body.items() if value is not None}
     work_id = create_work(client, world, settings=settings)
     answer = put_schedule(client, world, work_id, cadence=cadence, **body)
     assert answer.status_code == 201, answer.json

@@ -109,6 +109,16 @@ def test_a_template_that_does_not_compile_is_refused_at_save_naming_its_field_an
         check_template(None, "steps[0].body")
 
 
+
+def test_names_a_template_makes_itself_are_its_own_not_unknown_fields():
+    """A macro, a loop variable and a ``set`` are the template's own; only outside names are checked."""
+    own = ("{% macro greet(who) %}Hi {{ who }}{% endmacro %}{{ greet(contact.first_name) }}"
+           "{% set plan = attributes.plan | default('free') %}{% for word in ['a', 'b'] %}{{ word }}{{ plan }}{% endfor %}")
+    assert check_template(own, "steps[0].body") == own
+    with pytest.raises(InvalidInput) as refused:
+        check_template("{{ greeting(contact.name) }}", "steps[0].body")
+    assert refused.value.code == "unknown_field" and "greeting" in refused.value.message
+
 # -- the unsubscribe link ------------------------------------------------------------------------
 
 

@@ -459,6 +459,9 @@ BROKEN = [
     ({"rrule": "FREQ=DAILY;BYMINUTE=30"}, "rrule", "time_of_day_part", "BYMINUTE"),
     ({"rrule": "FREQ=YEARLY;BYWEEKNO=20"}, "rrule", "unsupported_part", "BYWEEKNO"),
     ({"rrule": "DTSTART=20260101T090000;FREQ=DAILY"}, "rrule", "dtstart_in_rule", "starts_local"),
+    # An iCalendar snippet pasted whole is named for what it holds, never "DTSTART:...RRULE:FREQ is not supported".
+    ({"rrule": "DTSTART:20261202T090000\nRRULE:FREQ=DAILY"}, "rrule", "dtstart_in_rule", "keep only the RRULE line"),
+    ({"rrule": "RRULE:FREQ=DAILY\nEXDATE:20261225T090000"}, "rrule", "unparsable", "one line"),
     ({"rrule": "FREQ=DAILY;FREQ=WEEKLY"}, "rrule", "repeated_part", "FREQ"),
     ({"rrule": "FREQ=DAILY;INTERVAL=0"}, "rrule", "bad_interval", "INTERVAL=0"),
     ({"rrule": "FREQ=YEARLY;INTERVAL=99999999999"}, "rrule", "bad_interval", "from 1 to 10"),

@@ -5,6 +5,7 @@ everything the wings own through the API with the workspace's own tokens. ``ids`
 each path parameter name found in the url map to an id of this workspace.
 """
 
+import io
 from dataclasses import dataclass, field
 
 from sqlalchemy import text
@@ -12,6 +13,7 @@ from sqlalchemy import text
 from models.accounts.members import add_member
 from models.core.database import db, read_session, write_session
 from models.core.runtime import runtime
+from tests.media_files import png_bytes
 from tests.web.conftest import claim_and, make_action, make_post, rows_of_post
 
 BASE_URL = "https://tickwork.example"
@@ -57,6 +59,8 @@ def furnish(app, world, tag: str = "a") -> Furnished:
     work = _created(client.post("/api/v1/works", headers=ops, json={"name": f"Digest {tag}", "pipeline": "log"}),
                     "work")
     _created(client.put(f"/api/works/{work['id']}/schedule", headers=ops, json={"cadence": "daily"}), "schedule")
+    media = _created(client.post("/api/v1/media", headers=marketer, content_type="multipart/form-data",
+                                 data={"file": (io.BytesIO(png_bytes()), f"{tag}.png")}), "media")
     with app.app_context():
         with write_session() as session:
             spare = add_member(session, world.workspace_id, email=f"spare-{tag}-{world.workspace_id}@example.test",
@@ -70,7 +74,7 @@ def furnish(app, world, tag: str = "a") -> Furnished:
     ids = {"action_id": queued, "post_id": post, "channel_id": channel_id, "membership_id": spare_id,
            "contact_id": contact["id"], "campaign_id": campaign["id"], "enrollment_id": enrollment["id"],
            "rule_id": rule["id"], "work_id": work["id"], "import_id": dry["import_id"], "alert_id": alert_id,
-           "destination_id": destination_id}
+           "destination_id": destination_id, "media_id": media["id"]}
     return Furnished(world=world, ids=ids, extra={"failed": failed, "post_row": rows_of_post(app, world, post)[0].id})
 
 

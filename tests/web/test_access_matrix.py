@@ -68,6 +68,9 @@ LEAST_ROLE = {
     "api_works.create": "ops", "api_works.remove": "ops",
     "api_post_imports.posts_csv": "marketer", "api_post_imports.commit_posts": "marketer",
     "api_work_schedules.put": "ops", "api_work_schedules.delete": "ops", "api_work_schedules.run": "ops",
+    # the media library: every member adds, describes and removes items
+    "media.upload": "marketer", "media.describe": "marketer", "media.delete": "marketer",
+    "api_media.create": "marketer", "api_media.update": "marketer", "api_media.delete": "marketer",
 }
 PARAMETER_TOKENS = re.compile(r"<[^>]+>")
 # Routes that end what they act on go last, so the routes before them find it still there.
@@ -119,6 +122,7 @@ def plausible_json(endpoint: str, ids: dict) -> dict | None:
         "api_drips.update_contact": {"name": "Renamed"},
         "api_works.create": {"name": "Another", "pipeline": "log"},
         "api_work_schedules.put": {"cadence": "weekly"},
+        "api_media.update": {"alt": "A green square"},
     }.get(endpoint)
 
 
@@ -187,7 +191,7 @@ def test_another_workspaces_ids_are_not_found_and_change_nothing(app, world):
             assert changed_tables(before, snapshot(app)) == [], (method, rule.rule)
     # Every id kind a route takes was tried, so the list above cannot quietly shrink.
     assert kinds >= {"action_id", "post_id", "channel_id", "membership_id", "contact_id", "campaign_id",
-                     "enrollment_id", "rule_id", "work_id", "import_id", "alert_id", "destination_id"}, kinds
+                     "enrollment_id", "rule_id", "work_id", "import_id", "alert_id", "destination_id", "media_id"}, kinds
     report("cross_workspace", requests=len(tried), routes=len({(m, r) for m, r, *_ in tried}), workspaces=2,
            id_kinds=sorted(kinds), server_errors=0)
 

@@ -83,7 +83,9 @@ def test_enrolling_one_contact_and_a_csv_file_from_the_dashboard(app, world, bro
     [other] = contacts(app, world.workspace_id, 1, prefix="other")
     url = f"/campaigns/{drip.campaign}"
     unknown = browser.post(url + "/enrollments", {"contact": "nobody@example.com"})
-    assert unknown.status_code == 422 and "Give a contact&#39;s id, email or phone." in unknown.get_data(as_text=True)
+    assert unknown.status_code == 422 and "No contact has the email nobody@example.com" in unknown.get_data(as_text=True)
+    phone = browser.post(url + "/enrollments", {"contact": "+15550109999"})
+    assert phone.status_code == 422 and "No contact has the phone +15550109999" in phone.get_data(as_text=True)
     again = browser.post(url + "/enrollments", {"contact": "person0@example.com"})
     assert again.status_code == 409 and "already enrolled" in again.get_data(as_text=True)
     assert browser.post(url + "/enrollments", {"contact": "other0@example.com"}).status_code == 303
@@ -118,6 +120,32 @@ def test_contacts_are_added_edited_and_unsubscribed_from_the_dashboard(app, brow
     assert "1 enrollment(s) ended, 1 queued send(s) cancelled." in page and "never sent to again" in page
     timeline = browser.get(f"/enrollments/{drip.enrollment}").get_data(as_text=True)
     assert "exit: active → exited" in timeline and "unsubscribed" in timeline
+    assert "<dt>Left at step</dt><dd>1</dd>" in timeline  # the step it left at, counted from 1
+
+
+def test_an_exited_enrollment_shows_the_step_it_left_at(app, world, browser_for, clock):
+    from tests.integration.drip_helpers import advance
+
+    steps = [{"delay": "PT0S", "subject": "One", "body": "1"}, {"delay": "PT1H", "subject": "Two", "body": "2"},
+             {"delay": "PT1H", "subject": "Three", "body": "3"}]
+    campaign_id = campaign(app, world.workspace_id, steps=steps, name="Three steps")
+    [person] = contacts(app, world.workspace_id, 1, prefix="walker")
+    enroll(app, world.workspace_id, campaign_id, [person])
+    for _ in range(2):
+        advance(app)
+        from tests.integration.drip_helpers import tick
+        tick(app)
+        advance(app)
+        clock.advance(hours=1, minutes=1)
+    [enrollment] = enrollments(app, campaign_id)
+    browser = browser_for("ops")
+    at = enrollment.current_step
+    assert at >= 1, at
+    assert browser.post(f"/enrollments/{enrollment.id}/remove").status_code in (200, 303)
+    page = browser.get(f"/enrollments/{enrollment.id}").get_data(as_text=True)
+    assert f"<dt>Left at step</dt><dd>{at + 1}</dd>" in page
+    listing = browser.get(f"/campaigns/{campaign_id}").get_data(as_text=True)
+    assert f"<td>{at + 1}</td>" in listing
 
 
 def test_the_unsubscribe_page_needs_no_session_and_says_nothing_about_a_bad_link(app, world, client, drip):

@@ -1,11 +1,13 @@
 """Calendar, queue, composer, health, channels, sign-in: what each page shows and refuses."""
 
+import io
 import re
 from datetime import datetime, timedelta, timezone
 
 from models.clock.tables import ClockRun
 from models.core.database import write_session
 from models.clock.tables import ConsumerHeartbeat
+from tests.media_files import png_bytes
 from tests.web.conftest import claim_and, make_action, make_post, rows_of_post
 
 SCRIPT = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
@@ -51,6 +53,36 @@ def test_a_busy_day_shows_counts_per_type_in_place_of_chips(app, world, browser_
         make_action(app, world, publish_at=at + timedelta(minutes=n), target=f"s{n}", action_type="send_sms")
     cell = day_cell(text(browser_for("ops").get("/calendar")), "2026-06-03")
     assert "9 send_email" in cell and "3 send_sms" in cell and "chip-link" not in cell
+
+
+def test_calendar_counts_link_to_a_list_that_shows_exactly_what_was_counted(app, world, browser_for):
+    at = datetime(2026, 6, 3, 14, 0, tzinfo=timezone.utc)  # 10:00 in New York
+    ids = [make_action(app, world, publish_at=at + timedelta(minutes=n), target=f"e{n}", action_type="publish_post")
+           for n in range(9)]
+    claim_and(app, ids[0], "published", at=at)
+    claim_and(app, ids[1], "failed", at=at)
+    ops = browser_for("ops")
+    cell = day_cell(text(ops.get("/calendar?date=2026-06-03")), "2026-06-03")
+    link = re.search(r'href="([^"]+)">9 publish_post<', cell)
+    assert link, cell
+    listing = text(ops.get(link.group(1).replace("&amp;", "&")))
+    assert sum(f"/actions/{i}\"" in listing for i in ids) == 9
+    assert "status-published" in listing and "status-failed" in listing
+    ops.post(f"/actions/{ids[2]}/cancel", htmx=True)
+    assert sum(f"/actions/{i}\"" in text(ops.get(link.group(1).replace("&amp;", "&"))) for i in ids) == 8
+
+
+def test_the_week_view_shows_each_hours_rows_or_counts_on_a_busy_day(app, world, browser_for):
+    at = datetime(2026, 6, 3, 14, 0, tzinfo=timezone.utc)  # 10:00 in New York
+    for n in range(9):
+        make_action(app, world, publish_at=at + timedelta(minutes=n), target=f"e{n}", action_type="send_email")
+    lone = make_action(app, world, publish_at=datetime(2026, 6, 3, 17, 59, tzinfo=timezone.utc), target="lone")
+    week = text(browser_for("ops").get("/calendar?view=week&date=2026-06-03"))
+    slots = re.findall(r'<td class="slot[^"]*" data-slot-date="2026-06-03"[^>]*data-drop-time="(\d\d):00">(.*?)</td>',
+                       week, re.S)
+    by_hour = dict(slots)
+    assert f'/actions/{lone}"' in by_hour["13"]  # 13:59 local, on its hour
+    assert "9 send_email" in by_hour["10"]
 
 
 def test_chips_are_coloured_by_status_and_cancelled_rows_are_optional(app, acme, browser_for):
@@ -172,12 +204,14 @@ def test_everything_typed_is_escaped(app, world, browser_for):
 
 def test_compose_save_approve_unapprove_archive(app, world, browser_for):
     marketer = browser_for("marketer")
+    photo = app.test_client().post("/api/v1/media", headers=world.auth("marketer"), content_type="multipart/form-data",
+                                   data={"file": (io.BytesIO(png_bytes()), "a.png")}).json
     saved = marketer.post("/posts", {"body": "Bread", "targets": "main", "date": "2026-06-10", "time": "23:30",
-                                     "media": "https://example.com/a.jpg\n", "intent": "save"})
+                                     "media": f"{photo['id']}\n", "intent": "save"})
     assert saved.status_code == 303
     post_id = int(saved.headers["Location"].rsplit("/", 1)[1])
     page = text(marketer.get(f"/posts/{post_id}"))
-    assert "is draft" in page and "https://example.com/a.jpg" in page and "2026-06-11 03:30 UTC" in page
+    assert "is draft" in page and f">{photo['id']}</textarea>" in page and "2026-06-11 03:30 UTC" in page
     assert rows_of_post(app, world, post_id) == []
     assert marketer.post(f"/posts/{post_id}/approve").status_code == 303
     rows = rows_of_post(app, world, post_id)
@@ -216,7 +250,7 @@ def test_composer_refuses_bad_input_with_the_form_kept(world, browser_for):
         ({"body": "Hi", "targets": "main", "date": "June", "time": "09:00"}, "Give a date like"),
         ({"body": "Hi", "targets": "main", "date": "2026-06-10", "time": "nine"}, "Give a time like"),
         ({"body": "Hi", "targets": "main", "date": "2020-06-10", "time": "09:00", "intent": "approve"}, "past"),
-        ({"body": "Hi", "targets": "main", "date": "2026-06-10", "time": "09:00", "media": "ftp://x"}, "http(s)"),
+        ({"body": "Hi", "targets": "main", "date": "2026-06-10", "time": "09:00", "media": "ftp://x"}, "not a media id"),
         ({"body": "x" * 20000, "targets": "main", "date": "2026-06-10", "time": "09:00"}, "at most"),
     ]
     for data, words in cases:

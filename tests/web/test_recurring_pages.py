@@ -205,3 +205,27 @@ def test_the_rules_gauge_and_the_expanders_run_show_on_health_and_metrics(client
     assert 'tickwork_recurring_rules{status="active"} 1.0' in metrics
     health = text(browser_for("ops").get("/health"))
     assert "expand" in health and "rules seen" in health
+
+
+def test_the_rule_builder_offers_the_action_types_of_the_chosen_channel_and_refuses_any_other(app, world,
+                                                                                              browser_for):
+    from models.channels.tables import Channel
+    from models.core.database import write_session
+    from models.core.runtime import runtime
+
+    with app.app_context(), write_session() as session:
+        session.add(Channel(workspace_id=world.workspace_id, name="instagram", kind="log",
+                            config={"sends": "publish_post"}, created_at=runtime().now()))
+    marketer = browser_for("marketer")
+    page = text(marketer.get("/recurring/new"))
+    # The defaults agree with each other: the first channel, and the first type it sends.
+    assert re.search(r'<option value="instagram" selected', page)
+    assert re.search(r'<option value="publish_post" data-channels="instagram main " selected', page)
+    assert 'value="send_email" data-channels="main "' in page
+    before = _rules(app)
+    refused = marketer.post("/recurring", {**WEEKLY, "channel": "instagram", "action_type": "send_email"})
+    assert refused.status_code == 422
+    assert "instagram (log) sends publish_post, not send_email" in text(refused)
+    assert _rules(app) == before
+    made = marketer.post("/recurring", {**WEEKLY, "channel": "instagram", "action_type": "publish_post"})
+    assert made.status_code == 303, text(made)[:500]

@@ -112,6 +112,10 @@ def test_reschedule_refusals(app, acme, browser_for):
         answer = ops.post(f"/actions/{acme.queued}/reschedule", data, htmx=True)
         assert answer.status_code == 422, data
         assert words in text(answer) and 'name="date"' in text(answer), data  # the form stays open
+    kept = ops.post(f"/actions/{acme.queued}/reschedule", {"date": "2020-01-01", "time": "07:45"}, htmx=True)
+    # A refused reschedule keeps what was typed, instead of resetting the form to the row's time.
+    assert 'value="2020-01-01"' in text(kept) and 'value="07:45"' in text(kept)
+    assert "pick a later one" in text(kept) and "publish_at" not in text(kept)
     post_row = ops.post(f"/actions/{acme.post_row}/reschedule", {"date": "2026-06-20", "time": "09:15"}, htmx=True)
     assert post_row.status_code == 409 and "move the post instead" in text(post_row)
     marketer = browser_for("marketer").post(f"/actions/{acme.queued}/reschedule",

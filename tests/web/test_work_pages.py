@@ -16,7 +16,7 @@ RANK = {"marketer": 0, "ops": 1, "admin": 2}
 @pytest.fixture
 def work(app, client, world):
     work_id = create_work(client, world, name="Bakery <b>site</b>")
-    assert put_schedule(client, world, work_id, cadence="weekly").status_code == 201
+    assert put_schedule(client, world, work_id, cadence="weekly", time="09:00").status_code == 201
     return work_id
 
 
@@ -196,3 +196,12 @@ def test_no_500_for_garbage_on_any_works_route(app, work, browser_for):
     assert schedule_row(app, work) is not None
     with app.app_context(), read_session() as session:
         assert session.scalar(select(WorkSchedule.cadence)) == "weekly"
+
+
+def test_the_documented_notifications_settings_page_answers_a_get(app, world, browser_for):
+    for role in ("marketer", "admin"):
+        answer = browser_for(role).get("/notifications/settings")
+        assert answer.status_code == 303 and answer.headers["Location"].endswith("/notifications#notification-settings")
+    page = browser_for("admin").get("/notifications").get_data(as_text=True)
+    assert 'id="notification-settings"' in page
+    assert browser_for(None).get("/notifications/settings").status_code == 302

@@ -2,11 +2,12 @@
 
 from flask import Flask
 
-from webapp.api import actions, drips, openapi, post_imports, posts, recurring, works
+from webapp.api import actions, drips, media, openapi, post_imports, posts, recurring, works
 from webapp.extensions import csrf
 
 
 def init_app(app: Flask) -> None:
-    for blueprint in (actions.bp, posts.bp, post_imports.bp, recurring.bp, works.seed, works.bp, drips.bp, openapi.bp):
+    for blueprint in (actions.bp, posts.bp, post_imports.bp, recurring.bp, works.seed, works.bp, drips.bp, media.bp,
+                      openapi.bp):
         csrf.exempt(blueprint)
         app.register_blueprint(blueprint)

@@ -62,6 +62,7 @@ def create():
             NewAction(action_type=action_type, channel=channel, target_key=target_key, payload=body["payload"],
                       publish_at=publish_at, thing_id=thing_id),
             now=rt.now(), policy=rt.policy, actor=caller.actor, origin=Origin.PERSON,
+            time_field="publish_at" if resolved is None else "local_time",
         )
         response = _one(session, row, status=201, note=resolved.note if resolved else None)
     rt.announce_due([row])
@@ -132,7 +133,8 @@ def reschedule(action_id: int):
     publish_at, resolved = parse_schedule_time(body, caller.workspace.timezone)
     with write_session() as session:
         row = reschedule_action(session, caller.workspace.id, action_id, publish_at, now=rt.now(),
-                                policy=rt.policy, actor=caller.actor, role=caller.role, hooks=rt.hooks)
+                                policy=rt.policy, actor=caller.actor, role=caller.role, hooks=rt.hooks,
+                                time_field="publish_at" if resolved is None else "local_time")
         response = _one(session, row, status=201, note=resolved.note if resolved else None)
     rt.announce_due([row])
     return response

@@ -57,8 +57,11 @@ def parse_schedule_time(body: dict, zone: str) -> tuple[datetime, ResolvedTime |
     """Exactly one of ``publish_at`` or ``local_time``; returns the instant and any wall-time note."""
     has_instant = body.get("publish_at") is not None
     has_local = body.get("local_time") is not None
-    if has_instant == has_local:
-        raise InvalidInput("give either publish_at or local_time, not both or neither", field="publish_at", code="missing")
+    if has_instant and has_local:
+        raise InvalidInput("give either publish_at or local_time, not both", field="local_time", code="both_given")
+    if not has_instant and not has_local:
+        raise InvalidInput("give publish_at (RFC 3339 with an offset) or local_time (YYYY-MM-DDTHH:MM in the "
+                           "workspace's zone)", field="publish_at", code="missing")
     if has_instant:
         return parse_instant(body["publish_at"], "publish_at"), None
     resolved = resolve_typed(*parse_local_time(body["local_time"], "local_time"), zone, "local_time")

@@ -19,6 +19,8 @@ from models.posts.reading import (
     resolve_post_time,
 )
 from models.core.time_input import parse_local_time
+from models.media.fetching import fetch_links_into_library
+from models.media.settings import media_settings
 from models.timing.wall_time import InvalidTimezone
 from webapp.api.parsing import json_body, optional_string, query_limit
 from webapp.api.serialize import action_json, iso
@@ -96,6 +98,12 @@ def _time_fields(body: dict) -> tuple[date | None, time | None]:
     return parse_local_time(body["local_time"], "local_time")
 
 
+def _media_fetched(caller, media, rt):
+    """The post's media with every link fetched into the library (before the save's transaction)."""
+    return fetch_links_into_library(caller.workspace.id, media, settings=media_settings(), actor=caller.actor,
+                                    now=rt.now())
+
+
 @bp.post("")
 @idempotent
 def create():
@@ -111,9 +119,10 @@ def create():
     if body.get("body") is None:
         raise InvalidInput("body is required", field="body", code="missing")
     wall_date, wall_time = _time_fields(body)
+    media = _media_fetched(caller, body.get("media"), rt)
     with write_session() as session:
         change = create_post(session, caller.workspace.id, body=body["body"], targets=body["targets"],
-                             wall_date=wall_date, wall_time=wall_time, media=body.get("media"),
+                             wall_date=wall_date, wall_time=wall_time, media=media,
                              actor=caller.actor, now=rt.now(), policy=rt.policy)
         return _answer(session, change, caller, status=201, note=change.note)
 
@@ -179,6 +188,8 @@ def update(post_id: int):
     rt = runtime()
     wall_date, wall_time = _time_fields(body)
     changes = {name: body[name] for name in ("body", "targets", "media") if name in body}
+    if "media" in changes:
+        changes["media"] = _media_fetched(caller, changes["media"], rt)
     with write_session() as session:
         change = update_post(session, caller.workspace.id, post_id, wall_date=wall_date, wall_time=wall_time,
                              actor=caller.actor, now=rt.now(), policy=rt.policy, **changes)
@@ -238,7 +249,10 @@ _INSTANT = {"type": "string", "format": "date-time"}
 _MAYBE_INSTANT = {"type": ["string", "null"], "format": "date-time"}
 _FIELDS = {
     "body": {"type": "string", "minLength": 1, "description": "checked against each target's length limit"},
-    "media": {"type": "array", "maxItems": 10, "items": {"type": "string", "format": "uri"}},
+    "media": {"type": "array", "maxItems": 10, "uniqueItems": True,
+              "description": "media library ids, in order; an https link is fetched into the library when the post "
+                             "is saved, and its id stored",
+              "items": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "format": "uri"}]}},
     "local_time": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$",
                    "description": "the wall date and time in the workspace's zone"},
     "targets": {"type": "array", "minItems": 1, "maxItems": 20, "uniqueItems": True,
@@ -256,7 +270,7 @@ OPENAPI = {
                 "id": {"type": "integer"},
                 "status": {"enum": [status.value for status in PostStatus]},
                 "body": {"type": "string"},
-                "media": {"type": "array", "items": {"type": "string"}},
+                "media": {"type": "array", "items": {"type": "integer"}},
                 "local_time": {"type": "string"},
                 "timezone": {"type": "string"},
                 "publish_at": _MAYBE_INSTANT,

@@ -26,6 +26,7 @@ _WHY = {
     "413": "The body is larger than the route takes.",
     "422": "A field is missing or wrong; `field` names it.",
     "429": "Too many requests with this token; see Retry-After.",
+    "503": "A service the request needs (the works queue) cannot take it now; nothing was left half done.",
 }
 RESPONSES = {code: {"description": why, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
              for code, why in _WHY.items()}

@@ -20,7 +20,8 @@ from models.core.errors import InvalidInput, NotFound
 from models.core.moves import Actor
 from models.core.secrets_box import SecretUnreadable
 from models.timing.wall_time import InvalidTimezone, to_local
-from models.timing.cadence import Cadence
+from models.timing.cadence import WEEKDAYS, Cadence
+from models.works.access import check_may_edit_works
 from models.works.operations import (
     MAX_SETTINGS_KEYS,
     UNSET,
@@ -40,12 +41,13 @@ from models.works.reading import (
     upcoming_slots,
     usage_by_month,
 )
-from models.works.runs import record_outcome, run_by_token
+from models.works.runs import hand_off_or_release, record_outcome, run_by_token
 from models.works.tables import (
     MAX_FAILURES_BEFORE_PAUSE,
     PROVIDER_CAPABILITIES,
     BillingMode,
     GenerationStatus,
+    OverlapPolicy,
     RunKind,
     RunStatus,
     ScheduleStatus,
@@ -73,7 +75,9 @@ seed = Blueprint("api_work_schedules", __name__, url_prefix="/api/works")
 bp = Blueprint("api_works", __name__, url_prefix="/api/v1/works")
 
 SCHEDULE_FIELDS = {"enable": "enable", "cadence": "cadence", "billingMode": "billing_mode",
-                   "maxFailureBeforePause": "max_failure_before_pause", "providerOverrides": "provider_overrides"}
+                   "maxFailureBeforePause": "max_failure_before_pause", "providerOverrides": "provider_overrides",
+                   "weekday": "weekday", "dayOfMonth": "day_of_month", "time": "wall_time",
+                   "overlapPolicy": "overlap_policy"}
 CREATE_FIELDS = {"name", "pipeline", "settings"}
 
 
@@ -111,18 +115,31 @@ def schedule_json(work: Work, schedule, zone: str, now=None) -> dict:
         "billingMode": schedule.billing_mode,
         "maxFailureBeforePause": schedule.max_failure_before_pause,
         "failureCount": schedule.failure_count,
+        "overlapPolicy": schedule.overlap_policy,
         "providerOverrides": schedule.provider_overrides or {},
         "lastRunAt": iso(schedule.last_run_at),
         "lastRunStatus": schedule.last_run_status,
         "pausedReason": schedule.paused_reason,
-        "grid": {"anchorAt": iso(schedule.anchor_at),
-                 "anchorLocal": schedule.anchor_local_naive.strftime("%Y-%m-%dT%H:%M") if schedule.anchor_local else None,
-                 "timezone": zone},
+        "grid": grid_json(schedule, zone),
         "createdAt": iso(schedule.created_at),
         "updatedAt": iso(schedule.updated_at),
     }
     if now is not None and schedule.status == "active":
         body["upcoming"] = [iso(slot) for slot in upcoming_slots(schedule, zone, now, limit=3)]
+    return body
+
+
+def grid_json(schedule, zone: str) -> dict:
+    """Where the slots sit: the anchor, and for calendar cadences the weekday, day of month and wall time it names."""
+    anchor = schedule.anchor_local_naive if schedule.anchor_local else None
+    body = {"anchorAt": iso(schedule.anchor_at), "anchorLocal": anchor.strftime("%Y-%m-%dT%H:%M") if anchor else None,
+            "timezone": zone}
+    if anchor is not None:
+        body["time"] = anchor.strftime("%H:%M")
+        if schedule.cadence == Cadence.WEEKLY.value:
+            body["weekday"] = WEEKDAYS[anchor.weekday()]
+        if schedule.cadence == Cadence.MONTHLY.value:
+            body["dayOfMonth"] = anchor.day
     return body
 
 
@@ -170,27 +187,40 @@ def work_json(session, work: Work, zone: str, *, schedule=UNSET, runs: bool = Fa
 
 @seed.get("/<int:work_id>/schedule")
 def get_schedule(work_id: int):
-    """The work's schedule (``disabled`` when it has none)."""
+    """The work's schedule (``disabled`` when it has none); work edit rights, as the seed says."""
     caller = api_caller()
+    check_may_edit_works(caller.role)
     work = get_work(db.session, caller.workspace.id, work_id)
     now = works_context().clock.now()
     return jsonify(schedule_json(work, schedule_of(db.session, work.id), caller.workspace.timezone, now))
 
 
+class _DryRun(Exception):
+    """Rolls a PUT's transaction back once its answer is read (``?dry_run=1``)."""
+
+
 @seed.put("/<int:work_id>/schedule")
 def put(work_id: int):
-    """Create or update the work's schedule; omitted fields keep their values."""
+    """Create or update the work's schedule; omitted fields keep their values; ``dry_run=1`` only shows it."""
     caller = api_caller()
     body = json_body()
     _check_fields(body, SCHEDULE_FIELDS)
+    dry_run = request.args.get("dry_run", "0")
+    if dry_run not in ("0", "1"):
+        raise InvalidInput("dry_run is 0 or 1", field="dry_run", code="bad_flag")
     fields = {SCHEDULE_FIELDS[name]: value for name, value in body.items()}
     context = works_context()
     now = context.clock.now()
-    with write_session() as session:
-        existed = schedule_of(session, work_id) is not None
-        change = put_schedule(session, caller.workspace.id, work_id, actor=caller.actor, role=caller.role, now=now,
-                              context=context, **fields)
-        answer = schedule_json(change.work, change.schedule, caller.workspace.timezone, now)
+    try:
+        with write_session() as session:
+            existed = schedule_of(session, work_id) is not None
+            change = put_schedule(session, caller.workspace.id, work_id, actor=caller.actor, role=caller.role,
+                                  now=now, context=context, **fields)
+            answer = schedule_json(change.work, change.schedule, caller.workspace.timezone, now)
+            if dry_run == "1":
+                raise _DryRun
+    except _DryRun:
+        return jsonify({**answer, "dryRun": True}), 200
     return jsonify(answer), 200 if existed else 201
 
 
@@ -208,7 +238,7 @@ def delete(work_id: int):
 @seed.post("/<int:work_id>/schedule/run")
 @idempotent
 def run(work_id: int):
-    """Run Now: a generation starts at once; 409 while one is running."""
+    """Run Now: a generation starts at once; 409 while one is running, 503 when the works queue cannot take it."""
     caller = api_caller()
     context = works_context()
     now = context.clock.now()
@@ -216,7 +246,7 @@ def run(work_id: int):
         change = run_now(session, caller.workspace.id, work_id, actor=caller.actor, role=caller.role, now=now,
                          context=context)
         run_ids = [started.id for started in change.runs]
-    context.hand_off(run_ids)
+    hand_off_or_release(context, change.runs, actor=caller.actor)
     db.session.rollback()  # end the read snapshot taken before the write (the token's look)
     session = db.session
     work = get_work(session, caller.workspace.id, work_id)
@@ -351,12 +381,17 @@ OPENAPI = {
                 "billingMode": nullable({"enum": [mode.value for mode in BillingMode]}),
                 "maxFailureBeforePause": _ID_OR_NULL,
                 "failureCount": {"type": "integer", "minimum": 0},
+                "overlapPolicy": {"enum": [policy.value for policy in OverlapPolicy]},
+                "dryRun": {"type": "boolean", "description": "true: the schedule a PUT would leave; nothing saved"},
                 "providerOverrides": {"type": "object", "additionalProperties": {"type": "string"}},
                 "lastRunAt": MAYBE_INSTANT,
                 "lastRunStatus": _TEXT_OR_NULL,
                 "pausedReason": _TEXT_OR_NULL,
                 "grid": {"type": "object", "properties": {"anchorAt": MAYBE_INSTANT, "anchorLocal": _TEXT_OR_NULL,
-                                                          "timezone": {"type": "string"}}},
+                                                          "timezone": {"type": "string"},
+                                                          "weekday": {"enum": list(WEEKDAYS)},
+                                                          "dayOfMonth": {"type": "integer"},
+                                                          "time": {"type": "string"}}},
                 "createdAt": INSTANT,
                 "updatedAt": INSTANT,
                 "upcoming": {"type": "array", "items": INSTANT, "description": "the next slots (active only)"},
@@ -371,6 +406,14 @@ OPENAPI = {
                 "cadence": {"enum": _CADENCES},
                 "billingMode": {"enum": [mode.value for mode in BillingMode]},
                 "maxFailureBeforePause": {"type": "integer", "minimum": 1, "maximum": MAX_FAILURES_BEFORE_PAUSE},
+                "overlapPolicy": {"enum": [policy.value for policy in OverlapPolicy],
+                                  "description": "a slot due while the last generation runs: skipped, or run once "
+                                                 "it ends"},
+                "weekday": {"enum": list(WEEKDAYS), "description": "weekly: the day it runs"},
+                "dayOfMonth": {"type": "integer", "minimum": 1, "maximum": 31,
+                               "description": "monthly: the day it runs (29–31: the last day of shorter months)"},
+                "time": {"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$",
+                         "description": "daily, weekly, monthly: the wall time, in the workspace's zone"},
                 "providerOverrides": {"type": "object", "description": "capability → plugin id; null removes one",
                                       "propertyNames": {"enum": list(PROVIDER_CAPABILITIES)},
                                       "additionalProperties": {"type": ["string", "null"]}},
@@ -431,9 +474,12 @@ OPENAPI = {
     "paths": {
         "/api/works/{work_id}/schedule": {
             "parameters": [row_id("work_id")],
-            "get": {"summary": "The work's schedule (`disabled` when it has none)",
-                    "responses": {"200": response_of("The schedule.", _SCHEDULE), **errors("404")}},
-            "put": {"summary": "Create or update the work's schedule (ops); omitted fields keep their values",
+            "get": {"summary": "The work's schedule (`disabled` when it has none; ops)",
+                    "responses": {"200": response_of("The schedule.", _SCHEDULE), **errors("403", "404")}},
+            "put": {"summary": "Create or update the work's schedule (ops); omitted fields keep their values; "
+                            "`dry_run=1` answers the schedule it would leave and saves nothing",
+                    "parameters": [{"name": "dry_run", "in": "query", "required": False,
+                                    "schema": {"enum": ["0", "1"]}}],
                     "requestBody": {"required": True, **json_content(ref("WorkScheduleChange"),
                                                                      {"cadence": "daily", "billingMode": "usage"})},
                     "responses": {"200": response_of("Updated.", _SCHEDULE),
@@ -450,7 +496,7 @@ OPENAPI = {
                      "responses": {"202": response_of("Started.", {
                          "type": "object", "required": ["run", "schedule"],
                          "properties": {"run": _RUN, "schedule": _SCHEDULE}}),
-                         **errors("403", "404", "409", "422")}},
+                         **errors("403", "404", "409", "422", "503")}},
         },
         "/api/works/runs/{token}/callback": {
             "parameters": [{"name": "token", "in": "path", "required": True,

@@ -128,3 +128,50 @@ document.addEventListener("htmx:error", function (event) {
   document.addEventListener("htmx:after:settle", settle);
   document.addEventListener("DOMContentLoaded", settle);
 })();
+
+// A select that follows another (the rule builder's action type follows its channel): only the
+// options whose data-channels name the chosen value stay enabled; the server refuses the rest anyway.
+(function () {
+  function follow(select) {
+    var leader = document.getElementById(select.dataset.follows);
+    if (!leader) { return; }
+    var chosen = leader.value, first = null;
+    Array.prototype.forEach.call(select.options, function (option) {
+      var allowed = !option.dataset.channels || option.dataset.channels.split(" ").indexOf(chosen) >= 0;
+      option.disabled = !allowed;
+      option.hidden = !allowed;
+      if (allowed && first === null) { first = option; }
+    });
+    if (select.selectedOptions.length && select.selectedOptions[0].disabled && first) { first.selected = true; }
+  }
+  function followAll() { document.querySelectorAll("select[data-follows]").forEach(follow); }
+  document.addEventListener("change", function (event) {
+    document.querySelectorAll('select[data-follows="' + event.target.id + '"]').forEach(follow);
+  });
+  document.addEventListener("DOMContentLoaded", followAll);
+  document.addEventListener("htmx:after:settle", followAll);
+})();
+
+// The media page: files dropped anywhere on its upload form go into its file field and are sent.
+// Without this script the field still takes files the ordinary way.
+(function () {
+  document.addEventListener("dragover", function (event) {
+    var zone = event.target.closest ? event.target.closest("[data-drop-files]") : null;
+    if (!zone) return;
+    event.preventDefault();
+    zone.classList.add("dragging");
+  });
+  document.addEventListener("dragleave", function (event) {
+    var zone = event.target.closest ? event.target.closest("[data-drop-files]") : null;
+    if (zone) zone.classList.remove("dragging");
+  });
+  document.addEventListener("drop", function (event) {
+    var zone = event.target.closest ? event.target.closest("[data-drop-files]") : null;
+    if (!zone || !event.dataTransfer || !event.dataTransfer.files.length) return;
+    event.preventDefault();
+    zone.classList.remove("dragging");
+    var field = zone.querySelector("input[type=file]");
+    field.files = event.dataTransfer.files;
+    zone.requestSubmit();
+  });
+})();

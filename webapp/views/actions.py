@@ -49,6 +49,7 @@ class RowView:
     message_kind: str = "ok"
     editing: bool = False
     replacement: "RowView | None" = None
+    typed: dict | None = None  # the date and time a refused reschedule was given, shown again
 
 
 def row_views(rows: list[ScheduledAction], v: Viewer) -> list[RowView]:
@@ -88,7 +89,7 @@ def render_row(row: ScheduledAction, *, status: int = 200, **extra):
     return render_detail(row, status=status, message=view.message, message_kind=view.message_kind)
 
 
-def refuse(action_id: int, error: DomainError, *, editing: bool = False):
+def refuse(action_id: int, error: DomainError, *, editing: bool = False, typed: dict | None = None):
     """Re-render the row with the refusal on it; a 404 when the row is not ours to show."""
     v = viewer()
     row = db.session.scalar(
@@ -98,7 +99,7 @@ def refuse(action_id: int, error: DomainError, *, editing: bool = False):
     if row is None:
         abort(404, "There is no such action in this workspace.")
     return render_row(row, status=error.status, message=refusal_message(error, row, v), message_kind="error",
-                      editing=editing)
+                      editing=editing, typed=typed if editing else None)
 
 
 def render_detail(row: ScheduledAction, *, status: int = 200, message: str | None = None, message_kind: str = "ok"):
@@ -185,10 +186,11 @@ def reschedule(action_id: int):
                                  "date")
         with write_session() as session:
             new = reschedule_action(session, v.workspace.id, action_id, resolved.instant, now=rt.now(),
-                                    policy=rt.policy, actor=v.actor, role=v.role, hooks=rt.hooks)
+                                    policy=rt.policy, actor=v.actor, role=v.role, hooks=rt.hooks, time_field="date")
             old = session.get(ScheduledAction, action_id)
     except DomainError as error:
-        return refuse(action_id, error, editing=isinstance(error, InvalidInput))
+        typed = {"date": (request.form.get("date") or "")[:10], "time": (request.form.get("time") or "")[:5]}
+        return refuse(action_id, error, editing=isinstance(error, InvalidInput), typed=typed)
     rt.announce_due([new])
     local = v.local(new.publish_at)
     message = f"Moved to {local:%a %d %b %H:%M %Z} as #{new.id}."

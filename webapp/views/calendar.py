@@ -80,6 +80,7 @@ class Day:
     busy: bool
     counts: dict
     chips: list[Chip] = field(default_factory=list)
+    hour_counts: dict = field(default_factory=dict)  # a busy day's busy hours (the week's grid): counts per type
 
     def at_hour(self, hour: int) -> list[Chip]:
         return [chip for chip in self.chips if chip.at.hour == hour]
@@ -139,13 +140,14 @@ def calendar_context(v: Viewer, *, view: str, focus: date | None, with_cancelled
         prev_date, next_date = first - timedelta(days=7), first + timedelta(days=7)
         last = first + timedelta(days=6)
         title = f"{first:%d %b} – {last:%d %b %Y}"
-    layout = lay_out(db.session, v.workspace.id, first, days, v.zone, statuses, runtime().hooks.calendar_sources)
+    layout = lay_out(db.session, v.workspace.id, first, days, v.zone, statuses, runtime().hooks.calendar_sources,
+                     hourly=view != "month")
     names = channel_names(db.session, v.workspace.id)
     calendar_days = []
     for laid in layout:
         chips = [_entry_chip(entry) for entry in laid.entries] + [_row_chip(row, v, names) for row in laid.actions]
         chips.sort(key=lambda chip: chip.at)
-        calendar_days.append(Day(laid.day, laid.busy, laid.counts, chips))
+        calendar_days.append(Day(laid.day, laid.busy, laid.counts, chips, laid.hour_counts))
     posts = posts_by_id(db.session, v.workspace.id,
                         [chip.post_id for day in calendar_days for chip in day.chips if chip.post_id])
     return dict(

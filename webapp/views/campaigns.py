@@ -287,6 +287,7 @@ def preview():
                                step_number=int(step) + 1 if step.isdecimal() and len(step) < 4 else 1,
                                unsubscribe_url=(base_url() or "https://tickwork.example") + "/unsubscribe/…")
     result = {"subject": None, "body": None, "error": None}
+    status = 200
     try:
         for part in ("subject", "body"):
             source = request.form.get(f"step-{step}-{part}", request.form.get(part)) or ""
@@ -295,9 +296,12 @@ def preview():
                 result[part] = render(source, context)
     except (InvalidInput, TemplateProblem) as problem:
         result["error"] = problem.message
+        # Over the rendering budget is refused outright; any other mistake is the template's to show.
+        if getattr(problem, "over_budget", False) or getattr(problem, "code", None) == "over_budget":
+            status = 422
     if not is_htmx():
         return redirect(url_for("campaigns.index"))
-    return render_template("drips/_preview.html", result=result, v=v)
+    return render_template("drips/_preview.html", result=result, v=v), status
 
 
 @bp.post("/campaigns/<int:campaign_id>/enrollments")
@@ -326,7 +330,11 @@ def _contact_from_form(workspace_id: int) -> int:
     exact = [c for c in found if c.email == raw.lower() or c.phone == raw]
     if len(exact) == 1:
         return exact[0].id
-    raise InvalidInput("Give a contact's id, email or phone.", field="contact", code="unknown_contact")
+    if not raw:
+        raise InvalidInput("Give a contact's id, email or phone.", field="contact", code="missing")
+    what = "email" if "@" in raw else ("phone" if raw.lstrip("+").replace(" ", "").isdecimal() else "id, email or phone")
+    raise InvalidInput(f"No contact has the {what} {raw[:100]}; add them under Contacts first, or check for a typo.",
+                       field="contact", code="unknown_contact")
 
 
 @bp.post("/campaigns/<int:campaign_id>/upload")

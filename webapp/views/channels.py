@@ -4,12 +4,12 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
 
 from models.accounts.tables import Role
-from models.channels.tables import Channel, ChannelKind
+from models.channels.tables import Channel
 from models.channels.operations import save_channel
 from models.channels.reading import channel_events
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput, NotFound
-from models.channels.providers import Delivery, SendContext, SendOutcome, send_alone, smtp
+from models.channels.providers import PROVIDERS, Delivery, SendContext, SendOutcome, send_alone, smtp
 from models.channels.providers.http import http_client
 from models.core.runtime import runtime
 from webapp.views.context import is_htmx, render_page, require_role, viewer
@@ -87,7 +87,7 @@ def _page(channel=None, *, error=None, status=200, result=None):
     unverified = {c.id for c in channels if c.kind == "smtp" and smtp.skips_tls_verification(c.config or {})}
     history = channel_events(db.session, v.workspace.id, channel.id) if channel else []
     return render_page("channels/channels.html", v=v, channels=channels, editing=channel, values=values, error=error,
-                       kinds=[k.value for k in ChannelKind], hints=SETTINGS_HINT, limits_hint=LIMITS_HINT,
+                       kinds=list(PROVIDERS), hints=SETTINGS_HINT, limits_hint=LIMITS_HINT,
                        result=result, unverified=unverified, history=history), status
 
 

@@ -8,19 +8,27 @@
 
 The address lives under ``TICKWORK_BASE_URL``; without it no address is made, and a feed
 asked for answers 404. What the feed holds is :mod:`models.overview.feed`'s.
+
+A feed is cheap to fetch again: it is built once per version of the workspace's schedule
+(:mod:`models.overview.feed_cache`) and kept in the web process; its ``ETag`` is that version,
+with ``Last-Modified``, so a calendar app that asks again with either gets a 304 when nothing
+changed, without a build. Each feed token may fetch ``TICKWORK_FEED_RATE_LIMIT`` times
+(``webapp.limits``), 304s included.
 """
 
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Response, render_template, request, url_for
+from flask import Blueprint, Response, current_app, render_template, request, url_for
 from flask_login import login_required
+from werkzeug.http import is_resource_modified
 
 from models.accounts.feeds import find_feed_token, issue_feed_token, live_feed_token, revoke_feed_tokens
 from models.accounts.tables import Workspace
 from models.core.database import db, read_session, write_session
 from models.core.errors import Conflict
 from models.core.runtime import runtime
-from models.overview.feed import build_feed, render_ics
+from models.overview.feed import build_feed, feed_window, render_ics
+from models.overview.feed_cache import FeedCache, ScheduleVersion, schedule_version
 from models.timing.wall_time import InvalidTimezone
 from webapp.drip_runtime import base_url
 from webapp.views.context import Viewer, is_htmx, viewer
@@ -86,26 +94,51 @@ def _link(kind: str, ref: int) -> str:
     return _public(url_for(endpoint, **{argument: ref}))
 
 
+def feed_cache() -> FeedCache:
+    """This app's built feeds (one cache per app, in this process)."""
+    return current_app.extensions.setdefault("tickwork_feed_cache", FeedCache())
+
+
+def _feed_headers(response: Response, version: ScheduleVersion) -> Response:
+    response.set_etag(version.etag)
+    response.last_modified = version.last_modified
+    response.headers["Cache-Control"] = "private, max-age=300"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
 @bp.get("/calendar/feed/<token>.ics")
 def feed(token: str):
     """The workspace's calendar as iCalendar, for the person whose live token is in the address."""
     if not base_url():
         return Response(NO_FEED, 404, mimetype="text/plain")
     rt = runtime()
+    host = urlsplit(base_url()).hostname
     with read_session() as session:
         found = find_feed_token(session, token)
         if found is None:
             return Response(NO_FEED, 404, mimetype="text/plain")
         workspace = session.get(Workspace, found.workspace_id)
         try:
-            built = build_feed(session, workspace.id, workspace.name, workspace.timezone, now=rt.now(),
-                               policy=rt.policy)
+            version = feed_cache_version(session, workspace, host=host, now=rt.now())
         except InvalidTimezone as exc:
             return Response(f"This workspace's time zone is not valid ({exc}); an admin can set it on the "
                             "settings page.", 409, mimetype="text/plain")
-    body = render_ics(built, host=urlsplit(base_url()).hostname, link=_link, now=rt.now())
-    response = Response(body, 200, mimetype="text/calendar")
+        if not is_resource_modified(request.environ, etag=version.etag, last_modified=version.last_modified):
+            return _feed_headers(Response(status=304), version)
+
+        def build() -> bytes:
+            built = build_feed(session, workspace.id, workspace.name, workspace.timezone, now=rt.now(),
+                               policy=rt.policy)
+            return render_ics(built, host=host, link=_link, now=rt.now())
+
+        cached = feed_cache().get(workspace.id, version, build)
+    response = Response(cached.body, 200, mimetype="text/calendar")
     response.headers["Content-Disposition"] = 'inline; filename="tickwork.ics"'
-    response.headers["Cache-Control"] = "private, max-age=300"
-    response.headers["Referrer-Policy"] = "no-referrer"
-    return response
+    return _feed_headers(response, version)
+
+
+def feed_cache_version(session, workspace: Workspace, *, host: str, now) -> ScheduleVersion:
+    """The version of the workspace's schedule its feed shows now (raises InvalidTimezone for a broken zone)."""
+    return schedule_version(session, workspace.id, workspace.name, workspace.timezone,
+                            feed_window(now, workspace.timezone), host=host)

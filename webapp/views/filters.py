@@ -13,7 +13,7 @@ from models.core.errors import InvalidInput
 from models.actions.reading import read_action_cursor
 from models.core.time_input import parse_day, resolve_typed
 
-FILTER_KEYS = ("status", "type", "channel", "from", "to", "q", "reason")
+FILTER_KEYS = ("status", "type", "channel", "from", "to", "q", "reason", "cancelled")
 
 
 @dataclass

@@ -64,6 +64,13 @@ def read():
     return redirect(url_for("notifications.index"), code=303)
 
 
+@bp.get("/notifications/settings")
+@require_role(Role.MARKETER)
+def settings_page():
+    """Where notifications are also sent: the notifications page, opened at its settings."""
+    return redirect(url_for("notifications.index", _anchor="notification-settings"), code=303)
+
+
 @bp.post("/notifications/settings")
 @require_role(Role.ADMIN)
 def settings():

@@ -10,12 +10,14 @@ from models.accounts.tables import Role
 from models.channels.tables import Channel
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput
-from models.posts.tables import ACTION_TYPE, post_id_of
+from models.posts.tables import ACTION_TYPE, PostStatus, post_id_of
 from models.posts.operations import approve_post, archive_post, create_post, post_now, unapprove_post, update_post
 from models.posts.reading import delivery_of, get_post, post_rows, post_targets
 from models.core.time_input import parse_clock, parse_day, resolve_typed
 from models.core.runtime import runtime
 from models.imports.runs import commit, dry_run
+from models.media.fetching import fetch_links_into_library
+from models.media.settings import media_settings
 from models.posts.import_csv import MAX_POST_LINES, PostImport
 from webapp.uploads import takes_upload
 from webapp.views.context import is_htmx, render_page, require_role, viewer
@@ -36,9 +38,12 @@ def _channels(workspace_id: int) -> list[Channel]:
 
 
 def _form_fields(form) -> dict:
-    """The composer's fields as the domain functions take them; a 422 names a bad one."""
+    """The composer's fields as the domain functions take them, links fetched into the library; a 422 names a bad one."""
     wall_date, wall_time = parse_day(form.get("date")), parse_clock(form.get("time"))
-    media = [line.strip() for line in (form.get("media") or "").splitlines() if line.strip()]
+    media = [line.strip() for line in (form.get("media") or "").replace(",", "\n").splitlines() if line.strip()]
+    v = viewer()
+    media = fetch_links_into_library(v.workspace.id, media, settings=media_settings(), actor=v.actor,
+                                     now=runtime().now())
     return dict(body=form.get("body") or "", targets=form.getlist("targets"), media=media,
                 wall_date=wall_date, wall_time=wall_time)
 
@@ -49,7 +54,7 @@ def _draft_values(form, post=None, day: str | None = None) -> dict:
         return dict(body=form.get("body", ""), media=form.get("media", ""), targets=form.getlist("targets"),
                     date=form.get("date", ""), time=form.get("time", ""))
     if post is not None:
-        return dict(body=post.body, media="\n".join(post.media or []),
+        return dict(body=post.body, media="\n".join(str(item) for item in post.media or []),
                     targets=[c.name for c in post_targets(db.session, post.id)],
                     date=post.wall_date.isoformat(), time=post.wall_time.strftime("%H:%M"))
     return dict(body="", media="", targets=[], date=day or "", time="09:00")
@@ -196,9 +201,16 @@ def archive(post_id: int):
 @bp.post("/posts/<int:post_id>/post-now")
 @require_role(Role.MARKETER)
 def send_now(post_id: int):
-    """Send every target (or one) now."""
+    """Send every target (or one) now; a draft is approved first, since the composer offers it to
+    people who may approve (a draft sent behind its own back would still look like one)."""
     channel = (request.form.get("channel") or "").strip() or None
-    return _transition(post_id, post_now, "Sending now", channel=channel)
+    return _transition(post_id, _approve_and_post_now, "Sending now", channel=channel)
+
+
+def _approve_and_post_now(session, workspace_id: int, post_id: int, *, actor, now, policy, channel=None):
+    if get_post(session, workspace_id, post_id, lock=True).status == PostStatus.DRAFT.value:
+        approve_post(session, workspace_id, post_id, actor=actor, now=now, policy=policy)
+    return post_now(session, workspace_id, post_id, channel=channel, actor=actor, now=now, policy=policy)
 
 
 

@@ -25,17 +25,30 @@ PAGE_SIZE = 50
 BULK_LIMIT = 2000
 QUEUE_STATUSES = (Status.QUEUED.value, Status.SUBMITTED.value)
 FAILED = (Status.FAILED.value,)
+# The actions list shows what the calendar counts: every status but cancelled, unless asked for.
+ALL_STATUSES = (Status.QUEUED.value, Status.SUBMITTED.value, Status.PUBLISHED.value, Status.FAILED.value,
+                Status.CANCELLED.value)
+
+
+def _statuses(kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The statuses a listing may filter by, and those it shows when no status is chosen."""
+    if kind == "queue":
+        return QUEUE_STATUSES, QUEUE_STATUSES
+    if kind == "failures":
+        return FAILED, FAILED
+    with_cancelled = request.args.get("cancelled") == "1"
+    return ALL_STATUSES, ALL_STATUSES if with_cancelled else ALL_STATUSES[:-1]
 
 
 def _listing(kind: str):
     v = viewer()
     session = db.session
-    allowed = QUEUE_STATUSES if kind == "queue" else FAILED
-    parsed = parse_filter(request.args, v, allowed=allowed, default=allowed)
+    allowed, default = _statuses(kind)
+    parsed = parse_filter(request.args, v, allowed=allowed, default=default)
     rows = find_actions(session, v.workspace.id, parsed.wanted, after=parsed.after, limit=PAGE_SIZE + 1,
                         newest_first=kind == "failures")
     page, more = rows[:PAGE_SIZE], len(rows) > PAGE_SIZE
-    counts = count_actions(session, v.workspace.id, parsed.wanted.with_statuses(*allowed))
+    counts = count_actions(session, v.workspace.id, parsed.wanted.with_statuses(*(allowed if kind != "actions" else default)))
     context = dict(
         v=v, kind=kind, views=row_views(page, v), parsed=parsed, counts=counts,
         next_cursor=action_cursor(page[-1]) if more else None, types=action_types(session, v.workspace.id),
@@ -53,6 +66,13 @@ def _listing(kind: str):
 def queue():
     """Queued and submitted actions in (publish_at, id) order, filtered."""
     return _listing("queue")
+
+
+@bp.get("/actions")
+@login_required
+def actions():
+    """Every action in (publish_at, id) order, whatever its status: what the calendar's counts open."""
+    return _listing("actions")
 
 
 @bp.get("/failures")

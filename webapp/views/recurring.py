@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
+from models.channels.action_types import ACTION_TYPES, channel_action_types
 from models.accounts.tables import Role
 from models.channels.reading import channel_names
 from models.channels.tables import Channel
@@ -111,9 +112,11 @@ def _values(form=None, rule=None) -> dict:
         return values
     v = viewer()
     tomorrow = (v.local(runtime().now()) + timedelta(days=1)).date()
+    first = next(iter(_channels(v.workspace.id)), None)  # the builder's defaults agree with each other
     return {"repeat": "weekly", "interval": "1", "weekdays": [WEEKDAYS[tomorrow.weekday()]], "month_day": "1",
             "ordinal": "-1", "weekday": "FR", "rrule": "", "start_date": tomorrow.isoformat(), "start_time": "09:00",
-            "ends": "never", "end_date": "", "count": "", "exdates": "", "action_type": "send_email", "channel": "",
+            "ends": "never", "end_date": "", "count": "", "exdates": "",
+            "action_type": channel_action_types(first)[0] if first else "send_email", "channel": first.name if first else "",
             "target_key": "", "payload": '{\n  "subject": "Weekly update, {{ occurrence.local_date }}"\n}',
             "misfire": Misfire.SKIP.value, "revision": ""}
 
@@ -162,7 +165,7 @@ class _as_form(dict):
 
 def _choices() -> dict:
     return dict(repeats=REPEATS, weekdays=WEEKDAYS, day_names=DAY_NAMES, ordinals=ORDINALS,
-                misfires=[m.value for m in Misfire])
+                misfires=[m.value for m in Misfire], action_types=ACTION_TYPES, sends=channel_action_types)
 
 
 def render_rule(rule, *, values=None, error: DomainError | None = None, status: int = 200, editing: bool = False):

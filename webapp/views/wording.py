@@ -51,6 +51,8 @@ def refusal_message(error: DomainError, row: ScheduledAction | None, viewer) -> 
         return error.message
     if isinstance(error, NotFound):
         return "This action no longer exists in this workspace."
+    if error.code == "in_the_past":
+        return "That time is in the past; pick a later one."
     if isinstance(error, Conflict):
         if error.code == "attempts_exhausted":
             return f"Attempts exhausted ({row.attempt_count} used); it cannot be retried." if row else "Attempts exhausted."

@@ -17,6 +17,7 @@ from models.works.access import may_edit_works
 from models.works.operations import create_work, delete_work, put_schedule, run_now
 from models.works.plugins import installed_plugins, usable_by_capability
 from models.works.reading import get_work, list_works, runs_of, schedule_of, upcoming_slots, usage_by_month
+from models.works.runs import hand_off_or_release
 from models.works.tables import MAX_FAILURES_BEFORE_PAUSE, PROVIDER_CAPABILITIES, BillingMode
 from webapp.views.context import is_htmx, render_page, require_role, viewer
 
@@ -38,14 +39,17 @@ def _form_values(schedule, form=None) -> dict:
     if form is not None:
         return {"cadence": form.get("cadence", ""), "billingMode": form.get("billingMode") or "subscription",
                 "maxFailureBeforePause": form.get("maxFailureBeforePause", "3"),
+                "overlapPolicy": form.get("overlapPolicy") or "skip",
                 "enable": form.get("enable") == "on",
                 "overrides": {cap: form.get(f"override_{cap}", "") for cap in PROVIDER_CAPABILITIES}}
     if schedule is None:
         return {"cadence": "daily", "billingMode": "subscription", "maxFailureBeforePause": "3", "enable": True,
+                "overlapPolicy": "skip",
                 "overrides": {cap: "" for cap in PROVIDER_CAPABILITIES}}
     overrides = schedule.provider_overrides or {}
     return {"cadence": schedule.cadence, "billingMode": schedule.billing_mode,
             "maxFailureBeforePause": str(schedule.max_failure_before_pause), "enable": schedule.status == "active",
+            "overlapPolicy": schedule.overlap_policy,
             "overrides": {cap: overrides.get(cap, "") for cap in PROVIDER_CAPABILITIES}}
 
 
@@ -134,6 +138,7 @@ def _schedule_fields(form) -> dict:
     overrides = {cap: form.get(f"override_{cap}") or None for cap in PROVIDER_CAPABILITIES}
     return dict(enable=form.get("enable") == "on", cadence=form.get("cadence") or "",
                 billing_mode=form.get("billingMode") or "", max_failure_before_pause=int(raw),
+                overlap_policy=form.get("overlapPolicy") or "skip",
                 provider_overrides={cap: value for cap, value in overrides.items() if value})
 
 
@@ -228,7 +233,14 @@ def run(work_id: int):
         if is_htmx():
             return render_template("works/_runs.html", card=_runs_card(work, error=error)), error.status
         return render_work(work, status=error.status, runs_error=error)
-    context.hand_off(run_ids)
+    try:
+        hand_off_or_release(context, change.runs, actor=v.actor)
+    except DomainError as error:
+        db.session.rollback()  # end the read snapshot taken before the writes
+        fresh = get_work(db.session, v.workspace.id, work_id)
+        if is_htmx():
+            return render_template("works/_runs.html", card=_runs_card(fresh, error=error)), error.status
+        return render_work(fresh, status=error.status, runs_error=error)
     db.session.rollback()  # end the read snapshot taken before the write
     note = f"Run #{run_ids[0]} started."
     if is_htmx():

@@ -9,6 +9,10 @@ connection is worth keeping across the messages of a dispatch chunk also offers
 provider with settings of its own to check offers ``validate_config(config)``, which raises
 :class:`~models.core.errors.InvalidInput`; saving a channel calls it (see ``smtp``).
 
+Every provider declares what it accepts, ``accepts = Accepts(...)`` (:mod:`.accepts`): its
+text limits as the network counts them and its media rules. The check at save, the
+composer's counters and the media prepared at send read that declaration and nothing else.
+
 A provider that calls out never builds its own client or socket: it sends with
 ``context.http`` (an egress client from :mod:`.http`) or connects with
 :func:`models.core.egress.connect_socket`, so the egress policy checks every connection, and
@@ -20,7 +24,9 @@ from dataclasses import replace
 
 from models.core.database import write_session
 from models.channels.providers import log, mastodon, postmark, smtp, twilio, webhook
-from models.channels.providers.base import Delivery, LocalProvider, Provider, SendContext, SendOutcome, SendResult
+from models.channels.providers.accepts import DEFAULT, Accepts
+from models.channels.providers.base import (Delivery, LocalProvider, MediaFile, Provider, SendContext, SendOutcome,
+                                            SendResult)
 
 PROVIDERS: dict[str, Provider | LocalProvider] = {module.kind: module for module in (log, webhook, smtp, postmark, twilio, mastodon)}
 
@@ -30,6 +36,11 @@ def provider_for(kind: str) -> Provider | LocalProvider:
         return PROVIDERS[kind]
     except KeyError:
         raise LookupError(f"no provider for channel kind {kind!r}") from None
+
+
+def accepts_for(kind: str) -> Accepts:
+    """What channels of ``kind`` accept: its provider's declaration (the default for a kind that declares none)."""
+    return getattr(PROVIDERS.get(kind), "accepts", None) or DEFAULT
 
 
 def is_local(kind: str) -> bool:
@@ -47,5 +58,5 @@ def send_alone(kind: str, delivery: Delivery, context: SendContext) -> SendResul
     return result
 
 
-__all__ = ["PROVIDERS", "Delivery", "LocalProvider", "Provider", "SendContext", "SendOutcome", "SendResult",
-           "is_local", "provider_for", "send_alone"]
+__all__ = ["PROVIDERS", "Accepts", "Delivery", "LocalProvider", "MediaFile", "Provider", "SendContext", "SendOutcome",
+           "SendResult", "accepts_for", "is_local", "provider_for", "send_alone"]

@@ -24,6 +24,21 @@ class SendOutcome(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class MediaFile:
+    """One media item as this network gets it: prepared for its rules at send time (resized, re-encoded) or whole."""
+
+    media_id: int
+    kind: str  # image, gif, video
+    mime: str
+    data: bytes = field(repr=False)
+    width: int | None = None
+    height: int | None = None
+    alt: str = ""
+    duration: float | None = None  # seconds, when it could be read
+    prepared: bool = False  # re-encoded for this network (else the library's bytes as stored)
+
+
+@dataclass(frozen=True)
 class Delivery:
     """Everything a provider needs for one send; the secret is plaintext, so never log this."""
 
@@ -38,6 +53,9 @@ class Delivery:
     attempt: int
     config: dict
     secret: str | None = field(default=None, repr=False)
+    # The payload's media, in order, as the provider's declaration asks (``accepts.media.delivery``
+    # is ``upload``): filled at send time; empty for a payload without media or a provider that takes ids.
+    media: tuple[MediaFile, ...] = ()
 
     @property
     def idempotency_key(self) -> str:

@@ -9,11 +9,13 @@ import json
 from sqlalchemy import JSON, BigInteger, Integer, Text, bindparam, cast, column, func, insert, select
 
 from models.channels.outbox import OutboxEntry
+from models.channels.providers.accepts import DEFAULT
 from models.channels.providers.base import Delivery, SendContext, SendResult
 
 kind = "log"
 local = True
 honours_idempotency_key = False
+accepts = DEFAULT  # the entry keeps the payload as it is: text up to 10,000 characters, media by id
 
 
 _entries = OutboxEntry.__table__

@@ -6,10 +6,21 @@ Channel config: ``url`` (the instance, e.g. ``https://mastodon.social``), option
 """
 
 from models.channels.providers import http
+from models.channels.providers.accepts import (GIF_MIME, JPEG, MP4, PNG, QUICKTIME, UPLOAD, WEBP, Accepts, ImageRule,
+                                               MediaRules, TextRule, VideoRule)
 from models.channels.providers.base import Delivery, SendContext, SendOutcome, SendResult, payload_text
 
 kind = "mastodon"
 honours_idempotency_key = True
+# Mastodon 4's defaults (an instance may differ: a channel's ``max_length`` lowers the text limit).
+accepts = Accepts(
+    text=(TextRule(500, "links_as_23"),),
+    media=MediaRules(max_items=4, alt_max=1500, delivery=UPLOAD,
+                     image=ImageRule(formats=frozenset({JPEG, PNG, WEBP}), max_bytes=16 * 1024 * 1024,
+                                     may_prepare=True),
+                     gif=ImageRule(formats=frozenset({GIF_MIME}), max_bytes=16 * 1024 * 1024),
+                     video=VideoRule(formats=frozenset({MP4, QUICKTIME, "video/webm"}), max_bytes=99 * 1024 * 1024)),
+)
 
 
 def send(delivery: Delivery, context: SendContext) -> SendResult:

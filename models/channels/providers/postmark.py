@@ -7,6 +7,7 @@ Channel config: ``from`` (sender), optional ``message_stream`` and ``url`` (defa
 """
 
 from models.channels.providers import http
+from models.channels.providers.accepts import Accepts, TextRule
 from models.channels.providers.base import (
     BadHeaders,
     Delivery,
@@ -19,6 +20,7 @@ from models.channels.providers.base import (
 
 kind = "postmark"
 honours_idempotency_key = False
+accepts = Accepts(text=(TextRule(10_000),), media=None)  # a message's text; attachments are not sent
 DEFAULT_URL = "https://api.postmarkapp.com"
 
 

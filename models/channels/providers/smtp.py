@@ -51,11 +51,13 @@ from models.channels.providers.base import (
     payload_headers,
     payload_text,
 )
+from models.channels.providers.accepts import Accepts, TextRule
 from models.core.egress import DestinationRefused, check_host, connect_socket, shown_text
 from models.core.errors import InvalidInput
 
 kind = "smtp"
 honours_idempotency_key = False
+accepts = Accepts(text=(TextRule(10_000),), media=None)  # a message's text; attachments are not sent
 
 SECURITY_MODES = ("starttls", "ssl", "none")
 MAX_CA_FILE_BYTES = 1024 * 1024

@@ -8,10 +8,12 @@ optional ``to`` (else the target key).
 """
 
 from models.channels.providers import http
+from models.channels.providers.accepts import Accepts, TextRule
 from models.channels.providers.base import Delivery, SendContext, SendOutcome, SendResult, payload_text
 
 kind = "twilio"
 honours_idempotency_key = False
+accepts = Accepts(text=(TextRule(1600),), media=None)  # an SMS: Twilio's 1,600 characters, no media
 DEFAULT_URL = "https://api.twilio.com"
 
 

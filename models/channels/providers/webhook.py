@@ -11,10 +11,12 @@ import hmac
 import json
 
 from models.channels.providers import http
+from models.channels.providers.accepts import DEFAULT
 from models.channels.providers.base import Delivery, SendContext, SendOutcome, SendResult
 
 kind = "webhook"
 honours_idempotency_key = True
+accepts = DEFAULT  # the receiver gets the payload as it is: text up to 10,000 characters, media by id
 SIGNATURE_HEADER = "X-Tickwork-Signature"
 
 
