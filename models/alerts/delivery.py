@@ -28,7 +28,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from models.accounts.tables import Workspace
+from models.accounts.tables import Membership, Workspace
 from models.actions.guard import DuplicateActiveAction, PublishGuardViolation
 from models.actions.scheduling import NewAction, insert_action
 from models.actions.tables import Origin, ScheduledAction
@@ -130,9 +130,14 @@ def deliver(session: Session, alert: Alert, message: Message, *, now: datetime, 
 
 
 def destinations(session: Session, workspace_id: int) -> list[tuple[AlertDestination, Channel]]:
+    """The workspace's alert destinations; one that names a person who has left the workspace is skipped."""
+    members = select(Membership.id).where(Membership.workspace_id == workspace_id,
+                                          Membership.user_id == AlertDestination.user_id)
     return [(destination, channel) for destination, channel in session.execute(
         select(AlertDestination, Channel).join(Channel, Channel.id == AlertDestination.channel_id)
-        .where(AlertDestination.workspace_id == workspace_id).order_by(AlertDestination.id))]
+        .where(AlertDestination.workspace_id == workspace_id,
+               AlertDestination.user_id.is_(None) | members.exists())
+        .order_by(AlertDestination.id))]
 
 
 def takes_as_digest(session: Session, workspace_id: int, user_id: int, rule: str) -> bool:

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from models.accounts.tables import Workspace
+from models.accounts.tables import Membership, Workspace
 from models.actions.guard import DuplicateActiveAction, PublishGuardViolation
 from models.actions.scheduling import NewAction, insert_action
 from models.actions.tables import Origin, ScheduledAction
@@ -48,6 +48,9 @@ def send_digests(session: Session, *, now: datetime, actor: Actor, base_url: str
     for workspace_id, user_id, rule in choices:
         wanted.setdefault((workspace_id, user_id), set()).add(rule)
     for (workspace_id, user_id), rules in sorted(wanted.items()):
+        if session.scalar(select(Membership.id).where(Membership.workspace_id == workspace_id,
+                                                      Membership.user_id == user_id)) is None:
+            continue  # they left the workspace: its alerts are no longer theirs
         workspace = session.get(Workspace, workspace_id)
         zone = _zone(workspace)
         yesterday = now.astimezone(zone).date() - timedelta(days=1)

@@ -94,10 +94,11 @@ def alert_metrics(session: Session, now: datetime, *, job_periods: dict[str, tim
     families.append(p95)
 
     held = Family("tickwork_channel_held_rows", "Rows a channel's rate, concurrency or pause holds back", ("channel",))
-    held_for = Family("tickwork_channel_held_seconds", "How long the oldest row a channel holds back has waited",
+    held_for = Family("tickwork_channel_held_seconds", "How long ago the oldest row a channel holds back was due",
                       ("channel",))
     for channel_id, count, oldest in session.execute(
-            select(ActionHold.channel_id, func.count(), func.min(ActionHold.late_from)).group_by(ActionHold.channel_id)):
+            select(ActionHold.channel_id, func.count(), func.min(ScheduledAction.publish_at))
+            .join(ScheduledAction, ScheduledAction.id == ActionHold.action_id).group_by(ActionHold.channel_id)):
         label = channels.get(channel_id, str(channel_id))
         held.values[(label,)] = count
         held_for.values[(label,)] = max((now - oldest).total_seconds(), 0.0) if oldest else 0.0

@@ -15,7 +15,7 @@ a workspace's own in its settings (``alert_rule_settings``).
 | ``lateness_p95``      | instance, workspace| the p95 of claim lateness over the window is above N seconds        | 60 seconds                  | 10 min  |
 | ``channel_failures``  | workspace          | a channel failed more than N sends in the window (top reasons shown)| 10 sends                    | 10 min  |
 | ``outcome_unknown``   | workspace          | rows failed as "outcome unknown" or "worker lost" in the window, still failed (a person must decide) | more than 0 | 24 h |
-| ``channel_throttled`` | workspace          | a channel's rate or Retry-After pause has held a row back for more than N minutes | 15 minutes    | —       |
+| ``channel_throttled`` | workspace          | a channel's rate, concurrency or Retry-After pause holds back a row due more than N minutes ago | 15 minutes | — |
 | ``work_auto_paused``  | workspace          | a work's schedule was paused by its failures                         | —                           | —       |
 | ``drip_step_failing`` | workspace          | a drip campaign's step failed more than N sends in the window       | 3 sends                     | 24 h    |
 | ``recurring_missing`` | workspace          | a recurring rule's last N finished occurrences all failed           | 3 occurrences               | —       |
@@ -336,8 +336,9 @@ def outcome_unknown(ctx: Context) -> list[Finding]:
 
 def channel_throttled(ctx: Context) -> list[Finding]:
     holds = ctx.session.execute(
-        select(ActionHold.channel_id, Channel.workspace_id, func.count(), func.min(ActionHold.late_from))
+        select(ActionHold.channel_id, Channel.workspace_id, func.count(), func.min(ScheduledAction.publish_at))
         .join(Channel, Channel.id == ActionHold.channel_id)
+        .join(ScheduledAction, ScheduledAction.id == ActionHold.action_id)
         .group_by(ActionHold.channel_id, Channel.workspace_id)
     ).all()
     findings = []
@@ -350,7 +351,7 @@ def channel_throttled(ctx: Context) -> list[Finding]:
         throttle = ctx.session.get(ChannelThrottle, channel_id)
         findings.append(Finding("channel_throttled", f"channel:{channel_id}", {
             "channel_id": channel_id, "channel": names.get(channel_id), "held_rows": held,
-            "held_since": _iso(oldest), "minutes": round((ctx.now - oldest).total_seconds() / 60, 1),
+            "oldest_due_at": _iso(oldest), "minutes": round((ctx.now - oldest).total_seconds() / 60, 1),
             "paused_until": _iso(throttle.paused_until) if throttle else None,
             "pause_reason": throttle.pause_reason if throttle else None,
         }, workspace_id=workspace_id, title=f"Channel {names.get(channel_id)!r} is throttled"))
@@ -380,8 +381,11 @@ def drip_step_failing(ctx: Context) -> list[Finding]:
         parts = event.thing_id.split(":")  # drip:<enrollment>:<step>
         if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
             steps[event.id] = (int(parts[1]), int(parts[2]))
-    campaigns = dict(ctx.session.execute(select(Enrollment.id, Enrollment.campaign_id).where(
-        Enrollment.id.in_(sorted({enrollment for enrollment, _ in steps.values()}))))) if steps else {}
+    campaigns = {}
+    if steps:
+        campaigns = {enrollment_id: campaign_id for enrollment_id, campaign_id in ctx.session.execute(
+            select(Enrollment.id, Enrollment.campaign_id).where(
+                Enrollment.id.in_(sorted({enrollment for enrollment, _ in steps.values()}))))}
     findings = []
     for workspace_id, settings in _workspaces(ctx, "drip_step_failing", (e.workspace_id for e in events)).items():
         start = ctx.now - settings.window

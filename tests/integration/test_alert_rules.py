@@ -103,6 +103,7 @@ def test_the_archive_job_failing_fires_and_its_next_good_run_resolves(app, clock
 @pytest.fixture
 def app_config(app_config):
     app_config["TICKWORK_ALERT_RULES_JSON"] = '{"disk_full": {"threshold": 0.0001}}'
+    app_config["TICKWORK_BASE_URL"] = "https://tickwork.example.test"  # drips sign their unsubscribe links with it
     return app_config
 
 
@@ -127,3 +128,50 @@ def test_a_work_paused_by_its_failures_fires_per_work(app, world, clock):
         work_id = work.id
     (fired,) = alerts_pass(app, rules=["work_auto_paused"])["fired"]
     assert fired["subject"] == f"work:{work_id}" and fired["figures"]["failures"] == 3
+
+
+def test_a_channel_throttled_for_more_than_fifteen_minutes_fires_with_its_held_rows(app, world, clock, httpserver):
+    httpserver.expect_request("/slow").respond_with_json({"id": "ok"})
+    make_channel(app, "webhook", {"url": httpserver.url_for("/slow"), "rate": "1/min"}, secret="s", name="slow")
+    add_actions(app, world.workspace_id, 20, channel="slow")
+    for _ in range(15):  # one send a minute: the rows behind wait
+        tick(app)
+        clock.advance(minutes=1)
+    tick(app)
+    assert alerts_pass(app, rules=["channel_throttled"])["fired"] == []
+    clock.advance(seconds=30)
+    tick(app)
+    (fired,) = alerts_pass(app, rules=["channel_throttled"])["fired"]
+    assert fired["figures"]["channel"] == "slow" and 1 <= fired["figures"]["held_rows"] < 20
+
+
+def failing_webhook(app, httpserver, name="flaky"):
+    httpserver.expect_request(f"/{name}").respond_with_data("no", status=401)
+    make_channel(app, "webhook", {"url": httpserver.url_for(f"/{name}")}, secret="s", name=name)
+
+
+def test_a_drip_step_that_keeps_failing_fires_per_campaign_and_step(app, world, clock, httpserver):
+    from tests.integration import drip_helpers
+
+    failing_webhook(app, httpserver)
+    campaign_id = drip_helpers.campaign(app, world.workspace_id, channel="flaky")
+    people = drip_helpers.contacts(app, world.workspace_id, 4)
+    drip_helpers.enroll(app, world.workspace_id, campaign_id, people)
+    drip_helpers.advance(app)
+    tick(app)
+    (fired,) = alerts_pass(app, rules=["drip_step_failing"])["fired"]
+    assert fired["subject"] == f"campaign:{campaign_id}:step:0" and fired["figures"]["failed"] == 4
+
+
+def test_a_recurring_rule_whose_occurrences_all_fail_fires_after_three(app, client, world, clock, httpserver):
+    from tests.integration.recurring_helpers import make_rule
+
+    failing_webhook(app, httpserver)
+    rule = make_rule(client, world, channel="flaky", rrule="FREQ=HOURLY", starts_local="2026-06-01T08:00")
+    for hour in range(3):
+        tick(app)
+        if hour < 2:
+            assert alerts_pass(app, rules=["recurring_missing"])["fired"] == []
+            clock.advance(hours=1)
+    (fired,) = alerts_pass(app, rules=["recurring_missing"])["fired"]
+    assert fired["subject"] == f"rule:{rule['id']}" and fired["figures"]["occurrences"] == 3

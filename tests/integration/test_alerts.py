@@ -260,3 +260,29 @@ def test_a_member_who_takes_a_rule_as_digest_gets_only_the_daily_digest_once(app
     tick(app)
     sent = [body for body in received_json(httpserver) if body.get("target_key") == "ops@acme.test"]
     assert len(sent) == 1 and "Daily alert digest for 01 Jun 2026" in sent[0]["payload"]["subject"]
+
+
+def test_a_destination_naming_a_member_who_left_the_workspace_receives_nothing(app, world, clock, httpserver):
+    from sqlalchemy import delete
+
+    from models.accounts.tables import Membership
+    from models.alerts.operations import set_preference
+
+    failing_channel(app, httpserver)
+    alert_destination(app, httpserver, world.workspace_id)
+    with app.app_context(), write_session() as session:
+        add_destination(session, world.workspace_id, channel="ops-hook", recipient="ops@acme.test",
+                        member="ops@acme.test", now=runtime().now())
+        add_destination(session, world.workspace_id, channel="ops-hook", recipient="admin@acme.test",
+                        member="admin@acme.test", now=runtime().now())
+        set_preference(session, world.workspace_id, world.users["admin"], "channel_failures", "digest",
+                       now=runtime().now())
+        session.execute(delete(Membership).where(Membership.user_id.in_([world.users["ops"],
+                                                                         world.users["admin"]])))
+    add_actions(app, world.workspace_id, 11, channel="flaky")
+    tick(app)
+    assert len(alerts_pass(app, rules=["channel_failures"])["fired"]) == 1
+    assert [a.target_key for a in alert_actions(app)] == ["ops-room"]
+    clock.advance(hours=17)  # the next day in New York: no digest for the admin who left
+    alerts_pass(app, rules=["channel_failures"])
+    assert "admin@acme.test" not in [a.target_key for a in alert_actions(app)]

@@ -113,3 +113,11 @@ def test_every_member_chooses_their_own_alerts_at_once_or_in_the_digest(app, wor
     with app.app_context(), read_session() as session:
         (row,) = session.scalars(select(AlertPreference)).all()
         assert (row.user_id, row.rule, row.delivery) == (world.users["marketer"], "channel_failures", "digest")
+
+
+def test_the_health_page_names_the_open_alerts_with_links(app, world, browser_for):
+    alert_id = raise_alert(app, world)
+    page = browser_for("ops").get("/health").get_data(as_text=True)
+    assert f'href="/alerts/{alert_id}"' in page and "Channel &#39;main&#39; failed 12 sends" in page
+    fragment = browser_for("ops").get("/health", htmx=True).get_data(as_text=True)
+    assert f'href="/alerts/{alert_id}"' in fragment

@@ -9,6 +9,7 @@ from flask import Blueprint, Response, jsonify, render_template
 from jobs.alerts import database_path
 from jobs.periodic import CLOCK_JOBS, clock_job_periods
 from models.alerts.metrics import alert_metrics
+from models.alerts.operations import list_alerts
 from models.accounts.tables import Role
 from models.core.database import db
 from models.core.runtime import runtime
@@ -35,7 +36,8 @@ def health():
     """Each clock job's state, backlog, lateness, heartbeats, a stale-tick warning; the page adds the trends."""
     v = viewer()
     report = _report()
-    context = dict(v=v, report=report, stale_after=int(report.tick_stale_after.total_seconds() // 60))
+    context = dict(v=v, report=report, stale_after=int(report.tick_stale_after.total_seconds() // 60),
+                   open_alerts=list_alerts(db.session, v.workspace.id, open_only=True, limit=20))
     if is_htmx():
         return render_template("health/_health.html", **context)
     trends = read_trends(db.session, report.now, [(span, step) for _, span, step in SPANS],
