@@ -118,6 +118,9 @@ def test_a_consumer_killed_during_a_generation_leaves_a_zombie_that_recovery_fre
         consumer = _consumer(env_for(database_url, app_config["TICKWORK_QUEUE_URL"], policy), log,
                              "--queue", "works", "--workers", "1")
         try:
+            # The stuck timeout (6 s) counts from Run Now: on a loaded box a consumer takes longer than that to
+            # start, so the run is started only once the consumer is up.
+            wait_until(lambda: "consumer started" in log_path.read_text(), 300, "the works consumer to start")
             started = client.post(f"/api/works/{work_id}/schedule/run", headers=world.auth("ops"))
             assert started.status_code == 202, started.json
             wait_until(lambda: _executing_generation(log_path), 60, "the works consumer to start the generation")
