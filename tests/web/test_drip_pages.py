@@ -212,3 +212,12 @@ def test_a_wait_is_typed_as_a_number_and_a_unit_and_shown_back_in_words(app, wor
         from models.drips.tables import Step
         with read_session() as session:
             assert sorted(session.scalars(select(Step.delay))) == ["P2D", "PT0S"]
+
+
+def test_a_zone_is_chosen_from_a_searchable_list_with_its_region_and_offset(app, world, browser_for, drip):
+    contact = browser_for("marketer").get(f"/contacts/{drip.contact}").get_data(as_text=True)
+    assert 'list="timezone-zones"' in contact and '<datalist id="timezone-zones">' in contact
+    assert '<option value="Europe/Berlin" label="Europe · UTC+02:00">' in contact  # June: summer time
+    assert '<option value="America/New_York" label="America · UTC−04:00">' in contact
+    settings = browser_for("admin").get("/settings").get_data(as_text=True)
+    assert '<option value="Asia/Kolkata" label="Asia · UTC+05:30">' in settings
