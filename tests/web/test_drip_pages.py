@@ -189,3 +189,35 @@ def test_every_time_on_the_enrollment_and_contact_pages_says_its_zone(app, world
     contact = browser.get(f"/contacts/{person}").get_data(as_text=True)
     assert "times in America/New_York (the workspace's); their own zone is Europe/Berlin" in contact
     assert "times in Europe/Berlin" not in contact
+
+
+def test_a_wait_is_typed_as_a_number_and_a_unit_and_shown_back_in_words(app, world, browser_for):
+    browser = browser_for("marketer")
+    form = {"name": "Words", "channel": "main", "on_failure": "exit", "step_count": "1",
+            "step-0-wait": "0", "step-0-unit": "minutes", "step-0-subject": "Hello", "step-0-body": "Hi",
+            "step-1-wait": "2", "step-1-unit": "days", "step-1-subject": "Again", "step-1-body": "Later"}
+    bad = browser.post("/campaigns", {**form, "step-1-wait": "two"})
+    assert bad.status_code == 422 and "step 2&#39;s wait must be a whole number" in bad.get_data(as_text=True)
+    made = browser.post("/campaigns", form)
+    assert made.status_code == 303, made.get_data(as_text=True)[:500]
+    page = browser.get(made.headers["Location"]).get_data(as_text=True)
+    assert "Step 2 <span class=\"muted\">· 2 days later</span>" in page and "at enrolment" in page
+    assert "P2D" not in page  # ISO 8601 stays the API's
+    assert 'name="step-1-wait" type="number" min="0" max="99999" value="2"' in page
+    assert '<option value="days" selected>days</option>' in page
+    with app.app_context():
+        from sqlalchemy import select
+
+        from models.core.database import read_session
+        from models.drips.tables import Step
+        with read_session() as session:
+            assert sorted(session.scalars(select(Step.delay))) == ["P2D", "PT0S"]
+
+
+def test_a_zone_is_chosen_from_a_searchable_list_with_its_region_and_offset(app, world, browser_for, drip):
+    contact = browser_for("marketer").get(f"/contacts/{drip.contact}").get_data(as_text=True)
+    assert 'list="timezone-zones"' in contact and '<datalist id="timezone-zones">' in contact
+    assert '<option value="Europe/Berlin" label="Europe · UTC+02:00">' in contact  # June: summer time
+    assert '<option value="America/New_York" label="America · UTC−04:00">' in contact
+    settings = browser_for("admin").get("/settings").get_data(as_text=True)
+    assert '<option value="Asia/Kolkata" label="Asia · UTC+05:30">' in settings

@@ -284,6 +284,22 @@ def test_health_warns_when_the_tick_is_stale_and_healthz_agrees(app, acme, clock
     assert "The tick has not run for 3 minutes or more" in text(ops.get("/health", htmx=True))
 
 
+def test_health_summaries_read_as_sentences_not_key_dumps(app, world, clock, browser_for):
+    from webapp.views.wording import summary_sentence
+
+    assert summary_sentence({"due": 0, "dispatched": 0, "outcomes": {}}) == "Last pass: 0 due, nothing sent."
+    assert summary_sentence({"due": 3, "dispatched": 2, "outcomes": {"published": 2, "stopped_orphaned": 0}}) == \
+        "Last pass: 3 due, 2 sent, outcomes: 2 published."
+    assert summary_sentence({"inserted": 0, "removed": 0}) == "Last pass: nothing to do."
+    assert summary_sentence({"posts": 4, "inserted": 1, "errors": [{"workspace": "x"}]}) == \
+        "Last pass: 1 inserted, 4 posts, 1 error."
+    with app.app_context(), write_session() as session:
+        session.add(ClockRun(kind="tick", started_at=clock.now() - timedelta(seconds=30),
+                             finished_at=clock.now() - timedelta(seconds=29), summary={"due": 0, "dispatched": 0}))
+    page = text(browser_for("ops").get("/health"))
+    assert "Last pass: 0 due, nothing sent." in page
+
+
 def test_metrics_speak_prometheus(app, acme):
     make_action(app, acme.world, minutes=-1)
     make_action(app, acme.world, minutes=-3)

@@ -12,6 +12,7 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import login_required
 from sqlalchemy import select
 
+from models.timing.delay import InvalidDelay, parse_delay
 from models.accounts.tables import Role
 from models.channels.tables import Channel
 from models.core.database import db, write_session
@@ -65,6 +66,51 @@ def _window_from_form(form, prefix: str = "window") -> dict | None:
     return {"start": start, "end": end, "days": form.getlist(f"{prefix}_days")}
 
 
+# The editor's wait, as people say it: a whole number and a unit; ISO 8601 stays the API's format.
+WAIT_UNITS = {"minutes": ("PT", "M", 1), "hours": ("PT", "H", 1), "days": ("P", "D", 1), "weeks": ("P", "D", 7)}
+
+
+def wait_as_iso(number: str, unit: str, index: int) -> str:
+    """``2`` and ``days`` as ``P2D``; a wrong number or unit is a 422 naming the step's delay."""
+    number = (number or "").strip()
+    if not number.isdecimal() or len(number) > 5:
+        raise InvalidInput(f"step {index + 1}'s wait must be a whole number, such as 2", field=f"steps[{index}].delay",
+                           code="bad_delay")
+    if unit not in WAIT_UNITS:
+        raise InvalidInput(f"step {index + 1}'s wait is counted in minutes, hours, days or weeks",
+                           field=f"steps[{index}].delay", code="bad_delay")
+    prefix, letter, times = WAIT_UNITS[unit]
+    return "PT0S" if int(number) == 0 else f"{prefix}{int(number) * times}{letter}"
+
+
+def wait_parts(iso: str) -> tuple[str, str] | None:
+    """``P2D`` as ``("2", "days")`` for the editor's number and unit; None when one unit cannot say it."""
+    try:
+        delay = parse_delay(iso)
+    except InvalidDelay:
+        return None
+    if delay.is_immediate:
+        return "0", "minutes"
+    seconds = int(delay.elapsed.total_seconds())
+    if delay.calendar_days and not seconds:
+        days = delay.calendar_days
+        return (str(days // 7), "weeks") if days % 7 == 0 else (str(days), "days")
+    if not delay.calendar_days and seconds % 60 == 0:
+        return (str(seconds // 3600), "hours") if seconds % 3600 == 0 else (str(seconds // 60), "minutes")
+    return None
+
+
+def wait_words(iso: str, index: int) -> str:
+    """A funnel row's wait: "2 days later", "at enrolment", never ``P2D``."""
+    try:
+        delay = parse_delay(iso)
+    except InvalidDelay:
+        return iso
+    if delay.is_immediate:
+        return "at enrolment" if index == 0 else "right after the previous step"
+    return f"{delay.in_words} after enrolment" if index == 0 else f"{delay.in_words} later"
+
+
 def _steps_from_form(form) -> list[dict]:
     """The editor's steps, in order: each kept unless its Remove box is ticked; the blank one added if filled."""
     steps = []
@@ -78,8 +124,10 @@ def _steps_from_form(form) -> list[dict]:
         ident = form.get(prefix + "id", "")
         if index == count and not (body or "").strip():
             continue  # the blank step at the end, left blank
-        step = {"delay": (form.get(prefix + "delay") or "").strip(), "subject": form.get(prefix + "subject"),
-                "body": body}
+        delay = (form.get(prefix + "delay") or "").strip()
+        if prefix + "wait" in form:
+            delay = wait_as_iso(form.get(prefix + "wait"), form.get(prefix + "unit"), len(steps))
+        step = {"delay": delay, "subject": form.get(prefix + "subject"), "body": body}
         if ident.isdecimal():
             step["id"] = int(ident)
         if form.get(prefix + "channel"):
@@ -139,7 +187,7 @@ def render_editor(campaign=None, *, error: DomainError | None = None, status: in
     channels = _drip_channels(v.workspace.id)
     context = dict(v=v, campaign=campaign, channels=channels, days=DAYS, error=error, typed=typed,
                    samples=list_contacts(session, v.workspace.id, limit=20), base_url=base_url(),
-                   status_words=STATUS_WORDS)
+                   status_words=STATUS_WORDS, wait_parts=wait_parts, wait_words=wait_words, wait_units=WAIT_UNITS)
     if campaign is not None:
         version = current_version(session, campaign.id)
         steps = version_steps(session, version.id)
@@ -183,7 +231,7 @@ def index():
     for campaign in list_campaigns(session, v.workspace.id):
         steps = version_steps(session, current_version(session, campaign.id).id)
         rows.append((campaign, steps, funnel(session, campaign.id, len(steps))))
-    return render_page("drips/campaigns.html", v=v, rows=rows)
+    return render_page("drips/campaigns.html", v=v, rows=rows, wait_words=wait_words)
 
 
 @bp.get("/campaigns/new")

@@ -10,6 +10,7 @@ from models.drips import operations as ops
 from models.drips.reading import contact_events, get_contact, list_contacts, list_enrollments
 from models.drips.schedule import contact_zone
 from models.drips.tables import Campaign
+from webapp.views.settings import zone_choices
 from webapp.views.context import render_page, require_role, viewer
 
 bp = Blueprint("contacts", __name__)
@@ -46,7 +47,8 @@ def render_list(*, error: DomainError | None = None, status: int = 200, typed=No
     after = request.args.get("after", "")
     page = list_contacts(db.session, v.workspace.id, search=search.lower() if search else None,
                          after=int(after) if after.isdecimal() and len(after) < 11 else None, limit=PAGE_SIZE + 1)
-    return render_page("drips/contacts.html", v=v, contacts=page[:PAGE_SIZE], search=search or "", error=error,
+    return render_page("drips/contacts.html", v=v, zones=zone_choices(runtime().now()), contacts=page[:PAGE_SIZE],
+                       search=search or "", error=error,
                        typed=typed, more=page[PAGE_SIZE - 1].id if len(page) > PAGE_SIZE else None), status
 
 
@@ -56,7 +58,8 @@ def render_contact(contact, *, error: DomainError | None = None, status: int = 2
     names = {c.id: c.name for c in db.session.query(Campaign).filter(
         Campaign.id.in_({e.campaign_id for e in enrollments}))} if enrollments else {}
     _, zone_note = contact_zone(contact.timezone, v.zone)
-    return render_page("drips/contact.html", v=v, contact=contact, enrollments=enrollments, campaign_names=names,
+    return render_page("drips/contact.html", v=v, zones=zone_choices(runtime().now()), contact=contact,
+                       enrollments=enrollments, campaign_names=names,
                        events=contact_events(db.session, contact.id), error=error, typed=typed,
                        attributes=attributes_text(contact.attributes), zone_note=zone_note), status
 

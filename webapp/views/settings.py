@@ -7,7 +7,7 @@ and every wing moves what follows it. The preview runs the same change and undoe
 
 from datetime import datetime, time, timedelta
 from functools import lru_cache
-from zoneinfo import available_timezones
+from zoneinfo import ZoneInfo, available_timezones
 
 from flask import Blueprint, flash, redirect, request, url_for
 
@@ -30,6 +30,19 @@ def available_zones() -> list[str]:
     return sorted(zone for zone in available_timezones() if "/" in zone and not zone.startswith(("Etc/", "SystemV/")))
 
 
+def zone_choices(now: datetime) -> list[tuple[str, str]]:
+    """Every zone with what a person searches by: its region and its offset now ("Europe · UTC+01:00"),
+    in region order, for the zone fields' list (settings, contacts)."""
+    choices = []
+    for name in available_zones():
+        offset = now.astimezone(ZoneInfo(name)).utcoffset() or timedelta(0)
+        minutes = int(offset.total_seconds() // 60)
+        sign = "+" if minutes >= 0 else "−"
+        label = f"{name.split('/', 1)[0]} · UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+        choices.append((name, label))
+    return choices
+
+
 def _sample(zone_from: str, zone_to: str, now: datetime) -> dict | None:
     """What tomorrow's 09:00 is in UTC before and after: wall times stay, instants move."""
     try:
@@ -45,7 +58,7 @@ def render_settings(*, zone: str = "", preview: dict | None = None, error: Domai
     v = viewer()
     sample = _sample(v.zone, preview["to"], runtime().now()) if preview else None
     return render_page("settings/settings.html", v=v, zone=zone, preview=preview, sample=sample, error=error,
-                       zones=available_zones()), status
+                       zones=zone_choices(runtime().now())), status
 
 
 def _typed_zone() -> str:

@@ -67,3 +67,30 @@ def refusal_message(error: DomainError, row: ScheduledAction | None, viewer) -> 
         if error.code == "wrong_state" and row is not None:
             return state_words(row, viewer)
     return error.message
+
+
+def summary_sentence(summary) -> str:
+    """A clock run's summary as a sentence ("Last pass: 0 due, nothing sent"), not a dump of its keys.
+
+    Counts that are zero are left out, save the tick's ``due``; nested counts (outcomes) are said
+    after a colon; a run that counted nothing says so."""
+    if not isinstance(summary, dict):
+        return "Last pass: no summary."
+    parts = []
+    if "due" in summary:
+        parts.append(f"{summary['due']} due")
+        sent = summary.get("dispatched", 0)
+        parts.append(f"{sent} sent" if sent else "nothing sent")
+    for key, value in sorted(summary.items()):
+        if key in ("due", "dispatched", "rollup", "errors") or isinstance(value, (list, str)) or value in (0, None):
+            continue
+        if isinstance(value, dict):
+            inner = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(value.items()) if n)
+            if inner:
+                parts.append(f"{key.replace('_', ' ')}: {inner}")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            parts.append(f"{value:g} {key.replace('_', ' ')}")
+    errors = summary.get("errors")
+    if errors:
+        parts.append(f"{len(errors)} error{'s' if len(errors) != 1 else ''}")
+    return "Last pass: " + (", ".join(parts) if parts else "nothing to do") + "."
