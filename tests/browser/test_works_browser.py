@@ -37,7 +37,7 @@ def test_the_schedule_form_offers_off_plan_cadences_only_with_usage_billing_and_
     page.screenshot(path=str(screens / "work-schedule.png"))
     page.get_by_role("button", name="Pause").click()
     expect(page.locator("#schedule .chip")).to_have_text("paused")
-    page.get_by_role("button", name="Run now").click()
+    page.locator("#runs").get_by_role("button", name="Run now").click()
     expect(page.locator("#runs")).to_contain_text("started.")
     expect(page.locator("#runs tbody tr").first).to_contain_text("succeeded")
     assert page.dialogs == []
