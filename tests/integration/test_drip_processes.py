@@ -53,12 +53,16 @@ class Hook:
         self.lock = threading.Lock()
         self.received: Counter = Counter()
         self.delay = delay
+        self.answering = 0  # requests received and not yet answered
 
     def handle(self, request):
         drip = json.loads(request.get_data())["payload"]["drip"]
+        with self.lock:
+            self.answering += 1
         if self.delay:
             time.sleep(self.delay)
         with self.lock:
+            self.answering -= 1
             self.received[f"drip:{drip['enrollment_id']}:{drip['step']}"] += 1
         return Response(json.dumps({"id": "ok"}), status=200, content_type="application/json")
 
@@ -78,6 +82,10 @@ class Hook:
     def count(self) -> int:
         with self.lock:
             return sum(self.received.values())
+
+    def in_flight(self) -> int:
+        with self.lock:
+            return self.answering
 
 
 def env_for(database_url: str, queue_url: str, policy: dict | None = None) -> dict:
@@ -206,7 +214,9 @@ def test_a_consumer_killed_mid_drain_sends_no_drip_step_twice(app, world, databa
         first = subprocess.Popen(flask("consumer", "--workers", "4", "--no-periodic"), cwd=ROOT, env=env, stdout=log,
                                  stderr=log)
         try:
-            _wait_until(lambda: hook.count() >= 40, 60, "the first consumer to send 40 steps")
+            # Killed while requests are at the receiver, so the kill cuts sends in flight on a slow box too.
+            _wait_until(lambda: hook.count() >= 40 and hook.in_flight() >= 2, 60,
+                        "the first consumer to send 40 steps with more in flight")
             first.send_signal(signal.SIGKILL)
             first.wait(timeout=10)
         finally:
