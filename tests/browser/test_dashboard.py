@@ -50,8 +50,11 @@ def test_compose_approve_and_find_it_on_its_local_day(open_as, live, screens):
     expect(page.locator("td.today")).to_have_attribute("data-date", "2026-06-01")
     shot(page, screens, "calendar-month")
     page.get_by_role("link", name="Week").click()
+    # The month grid holds the same dates: wait for the week's own URL before paging on.
+    expect(page).to_have_url(re.compile(r"view=week"))
     expect(page.locator('td[data-date="2026-06-01"]')).to_be_visible()
     page.get_by_role("link", name="Next →").click()
+    expect(page).to_have_url(re.compile(r"view=week&date=2026-06-08"))
     # The week is laid out by hour: 23:30 sits in the 23:00 slot of its local day.
     slot = page.locator('td.slot[data-slot-date="2026-06-10"][data-drop-time="23:00"]')
     expect(slot).to_contain_text("Summer menu")
