@@ -39,7 +39,8 @@ class Channel(Base):
 
     __table_args__ = (
         CheckConstraint(
-            "kind IN ('log', 'webhook', 'smtp', 'postmark', 'twilio', 'mastodon')", name="kind"
+            "kind IN ('log', 'webhook', 'smtp', 'postmark', 'twilio', 'mastodon', 'bluesky', 'x', 'linkedin', "
+            "'threads', 'facebook', 'instagram', 'discord', 'slack', 'telegram')", name="kind"
         ),
         Index("ux_channels_workspace_name", "workspace_id", "name", unique=True),
     )
