@@ -8,9 +8,10 @@ the :class:`SendOutcome` classes of the brief's outcome table.
 
 import enum
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 
 class SendOutcome(str, enum.Enum):
@@ -73,6 +74,9 @@ class SendResult:
     message: str = ""
     provider_id: str | None = None
     retry_after: timedelta | None = None
+    # The network refused the channel's token as expired or revoked: the channel needs reconnecting
+    # (the outcome is then PERMANENT; the dispatcher marks the channel "reconnect needed").
+    reconnect_needed: bool = False
 
     @classmethod
     def success(cls, provider_id: str | None, message: str = "accepted") -> "SendResult":
@@ -87,6 +91,9 @@ class SendContext:
     timeout: float
     http: Any = None  # an egress httpx.Client (models.core.egress) shared by the process, for providers that call out
     session: Any = None  # the dispatch's write transaction, for a local provider
+    # How a provider waits between polls (Mastodon's media processing, Meta's containers): tests pass
+    # one that records the wait and returns at once. A provider never waits longer than ``timeout`` in all.
+    sleep: Callable[[float], None] = time.sleep
 
 
 class Provider(Protocol):
