@@ -1,4 +1,4 @@
-"""The ``tickwork`` command line (also ``flask --app wsgi ...``)."""
+"""The `tickwork` commands that need the app (registered by `init_app`; the entry point is `webapp.command_line`)."""
 
 import json
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 from flask import Flask
-from flask.cli import FlaskGroup, with_appcontext
+from flask.cli import with_appcontext
 from sqlalchemy import select
 
 from jobs import cli as jobs_cli
@@ -297,22 +297,6 @@ def restore_command(path):
     click.echo(json.dumps(done, sort_keys=True))
 
 
-@click.command("assets")
-@click.option("--registry", envvar="TICKWORK_NPM_REGISTRY", default=None, show_envvar=True,
-              help="npm registry to fetch from (default https://registry.npmjs.org)")
-@click.option("--force", is_flag=True, help="fetch again even when the files in place are the pinned ones")
-def assets_command(registry, force):
-    """Fetch the dashboard's pinned static files (webapp/assets.toml) from the npm registry, checked by sha512."""
-    from webapp import assets
-
-    try:
-        done = assets.fetch_assets(assets.STATIC_DIR, registry or assets.DEFAULT_REGISTRY, force=force)
-    except assets.AssetError as exc:
-        _fail(str(exc))
-    for line in done:
-        click.echo(line)
-
-
 def report_refused_destinations() -> list[str]:
     """The channels and works whose destination the egress policy refuses, one line each (empty when none)."""
     from models.accounts.tables import Workspace
@@ -365,27 +349,3 @@ def init_app(app: Flask) -> None:
     if "db" in app.cli.commands:
         app.cli.add_command(_db_group_reporting_destinations(app))
     jobs_cli.init_app(app)
-
-
-def _create_app():
-    from webapp import create_app
-
-    return create_app()
-
-
-cli = FlaskGroup(create_app=_create_app, add_version_option=False, help="Tickwork: actions that fire on time, once.")
-# Needs no app (nor a database): it runs from a fresh install, before anything is configured.
-cli.add_command(assets_command)
-
-
-def main():
-    from models.core.errors import ConfigurationError
-    from models.core.files import set_private_umask
-
-    set_private_umask()  # before anything is created: the database, its WAL, the queue, backups
-
-    try:
-        cli.main(prog_name="tickwork")
-    except ConfigurationError as exc:
-        click.echo(f"tickwork: {exc}", err=True)
-        raise SystemExit(2) from None

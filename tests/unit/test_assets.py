@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from pytest_httpserver import HTTPServer
 
 from webapp import assets
-from webapp.cli import cli
+from webapp.command_line import cli
 
 SCRIPT = b"var htmx = (() => ({version: '9.9.9'}))();\n"
 PINS = """
