@@ -95,6 +95,7 @@ class Templates:
         return name
 
     def drop(self) -> None:
+        pg_databases.drop_all()
         if "postgresql" in self.built:
             _pg_admin(f'DROP DATABASE IF EXISTS "{self.built["postgresql"]}" WITH (FORCE)')
 
@@ -112,6 +113,90 @@ def template_db(backend, templates):
     return templates.get(backend)
 
 
+# What a PostgreSQL database's schema is made of: its tables, columns, indexes, constraints, triggers
+# and functions, and the migration it is at. Equal to the template's, the database can be emptied
+# and used again; a test that changed any of it (a dropped trigger, a downgrade, a queue's tables)
+# gets its database dropped instead.
+_SCHEMA_FINGERPRINT = """
+SELECT md5(string_agg(item, ',' ORDER BY item)) FROM (
+    SELECT 'class:' || c.relname || ':' || c.relkind::text FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'
+    UNION ALL SELECT 'column:' || attrelid::regclass || '.' || attname || ':' || format_type(atttypid, atttypmod)
+      || ':' || attnotnull::text FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+      JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND attnum > 0 AND NOT attisdropped
+    UNION ALL SELECT 'constraint:' || conrelid::regclass || '.' || conname || ':' || md5(pg_get_constraintdef(oid))
+      FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+    UNION ALL SELECT 'index:' || indexrelid::regclass || ':' || md5(pg_get_indexdef(indexrelid)) FROM pg_index i
+      JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace = 'public'::regnamespace
+    UNION ALL SELECT 'trigger:' || tgrelid::regclass || '.' || tgname || ':' || tgenabled::text || ':' || md5(pg_get_triggerdef(oid))
+      FROM pg_trigger WHERE NOT tgisinternal
+    UNION ALL SELECT 'function:' || proname || ':' || md5(prosrc) FROM pg_proc WHERE pronamespace = 'public'::regnamespace
+    UNION ALL SELECT 'revision:' || version_num FROM alembic_version
+) AS schema(item)
+"""
+
+
+class PgDatabases:
+    """Each worker's PostgreSQL databases, copied from the template once and emptied between tests.
+
+    ``CREATE DATABASE ... TEMPLATE`` and ``DROP DATABASE`` (which forces a checkpoint) took seconds
+    a test on a small box. A database a test gives back is emptied instead: its sessions ended, every
+    table's rows deleted (the template's own rows, its migration, are kept) and its sequences
+    restarted, in one transaction. That is done only while its schema is still the template's; a
+    test that changed the schema, or a database that cannot be emptied, is dropped, and the next
+    test gets a fresh copy.
+    """
+
+    def __init__(self):
+        self.free: list[str] = []
+        self.fingerprints: dict[str, str] = {}
+
+    def take(self, template: str) -> str:
+        if template not in self.fingerprints:
+            with psycopg.connect(_pg_url(template), autocommit=True) as conn:
+                self.fingerprints[template] = conn.execute(_SCHEMA_FINGERPRINT).fetchone()[0]
+        self.template = template
+        if self.free:
+            return self.free.pop()
+        name = f"tickwork_t_{WORKER}_{uuid.uuid4().hex[:10]}"
+        _pg_admin(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+        return name
+
+    def give_back(self, name: str) -> None:
+        try:
+            _pg_admin(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'")
+            with psycopg.connect(_pg_url(name)) as conn:
+                if conn.execute(_SCHEMA_FINGERPRINT).fetchone()[0] == self.fingerprints[self.template]:
+                    _empty(conn)
+                    self.free.append(name)
+                    return
+        except psycopg.Error:
+            pass  # not reusable: dropped below
+        _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def drop_all(self) -> None:
+        for name in self.free:
+            _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self.free.clear()
+
+
+def _empty(conn: psycopg.Connection) -> None:
+    """Delete every row but the migration's, and restart every sequence, in one transaction."""
+    tables = [row[0] for row in conn.execute(
+        "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'alembic_version'")]
+    sequences = [row[0] for row in conn.execute(
+        "SELECT quote_ident(sequencename) FROM pg_sequences WHERE schemaname = 'public'")]
+    conn.execute("SET LOCAL session_replication_role = replica")  # no foreign-key or guard trigger fires
+    for table in tables:
+        conn.execute(f"DELETE FROM {table}")
+    for sequence in sequences:
+        conn.execute(f"ALTER SEQUENCE {sequence} RESTART")
+    conn.commit()
+
+
+pg_databases = PgDatabases()
+
+
 @pytest.fixture
 def database_url(backend, template_db, tmp_path):
     """A fresh, migrated database for one test."""
@@ -120,10 +205,9 @@ def database_url(backend, template_db, tmp_path):
         shutil.copy(template_db, path)
         yield f"sqlite:///{path}"
         return
-    name = f"tickwork_t_{WORKER}_{uuid.uuid4().hex[:10]}"
-    _pg_admin(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+    name = pg_databases.take(template_db)
     yield _pg_url(name)
-    _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    pg_databases.give_back(name)
 
 
 @pytest.fixture
