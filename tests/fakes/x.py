@@ -74,7 +74,7 @@ class XFake:
         return self.server.url_for("").rstrip("/")
 
     def fail_next(self, path: str, status: int, body: dict | None = None, headers: dict | None = None) -> None:
-        """The next request to ``path`` (``/2/tweets``, ``initialize``, ``append``, ``finalize``, ``metadata``) gets this."""
+        """The next request to ``path`` (``/2/tweets``; an upload step: ``initialize``, ``append``...) gets this."""
         self._queued.setdefault(path, []).append(Response(json.dumps(body or {}), status=status, headers=headers or {},
                                                           content_type="application/json"))
 

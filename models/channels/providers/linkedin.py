@@ -90,8 +90,8 @@ def validate_config(config: dict) -> None:
 
 
 def api_version(config: dict) -> str:
-    """The ``LinkedIn-Version`` a channel sends: its own setting, else ``TICKWORK_LINKEDIN_VERSION``, else the default."""
-    return str(config.get("linkedin_version") or os.environ.get(VERSION_SETTING) or DEFAULT_VERSION).strip()
+    """The ``LinkedIn-Version`` a channel sends: its ``linkedin_version``, else the setting, else the default."""
+    return str(config.get("linkedin_version") or os.environ.get("TICKWORK_LINKEDIN_VERSION") or DEFAULT_VERSION).strip()
 
 
 def send(delivery: Delivery, context: SendContext) -> SendResult:

@@ -120,7 +120,7 @@ def refusal(response: httpx.Response, context: SendContext) -> SendResult | None
 
 
 def rate_limit_reset(response: httpx.Response, now: datetime) -> timedelta | None:
-    """How long until ``x-rate-limit-reset`` (epoch seconds), else Retry-After; at most the longest wait Tickwork honours."""
+    """How long until ``x-rate-limit-reset`` (epoch seconds), else Retry-After; capped at Tickwork's longest wait."""
     reset = response.headers.get("x-rate-limit-reset", "").strip()
     if reset.isdecimal():
         at = datetime.fromtimestamp(int(reset), tz=timezone.utc)
@@ -131,8 +131,9 @@ def rate_limit_reset(response: httpx.Response, now: datetime) -> timedelta | Non
 def _upload(base: str, auth: dict, item: MediaFile, number: int, context: SendContext) -> str | SendResult:
     """Media item ``item`` uploaded, processed and described: its X media id, or why the post cannot go."""
     what = f"media item {number} (id {item.media_id})"
-    started = _step(context, what, "initialize", http.post(context, base + "/2/media/upload/initialize", headers=auth, json={
-        "media_type": item.mime, "total_bytes": len(item.data), "media_category": CATEGORIES[item.kind]}))
+    started = _step(context, what, "initialize", http.post(
+        context, base + "/2/media/upload/initialize", headers=auth,
+        json={"media_type": item.mime, "total_bytes": len(item.data), "media_category": CATEGORIES[item.kind]}))
     if isinstance(started, SendResult):
         return started
     media_id = _data(started).get("id")
