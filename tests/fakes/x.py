@@ -179,6 +179,9 @@ class XFake:
             return problem(400, "Invalid Request", "One or more parameters to your request was invalid.")
         text = body.get("text", "")
         media_ids = (body.get("media") or {}).get("media_ids", [])
+        if not text and not media_ids:
+            return problem(400, "Invalid Request", "One or more parameters to your request was invalid.",
+                           errors=[{"message": "You must provide text or media."}])
         for media_id in media_ids:
             upload = self.uploads.get(media_id)
             if upload is None or not upload.ready:

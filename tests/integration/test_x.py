@@ -239,6 +239,13 @@ def test_a_gif_goes_as_tweet_gif_with_its_alt_text(fake):
     assert waited == [2, 2]  # X processes GIFs too
 
 
+def test_a_post_of_media_alone_carries_no_text(fake):
+    result, _ = direct(fake, body="", media=[media_file()])
+    assert result.outcome is SendOutcome.SUCCESS, result.message
+    [upload_] = fake.uploads.values()
+    assert fake.requests("POST", "/2/tweets")[0].json == {"media": {"media_ids": [upload_.media_id]}}
+
+
 def test_a_file_larger_than_a_chunk_goes_in_numbered_segments(fake, monkeypatch):
     monkeypatch.setattr(x, "CHUNK_BYTES", 100)
     data = bytes(range(256)) * 2

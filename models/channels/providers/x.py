@@ -87,7 +87,7 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
         if isinstance(uploaded, SendResult):
             return uploaded
         media_ids.append(uploaded)
-    body: dict = {"text": text or ""}
+    body: dict = {"text": text} if text else {}  # a post of media alone carries no text
     if media_ids:
         body["media"] = {"media_ids": media_ids}
     response = http.post(context, base + "/2/tweets", json=body, headers=auth)
