@@ -44,6 +44,7 @@ def one_post(app, world, page, body="Fresh bread at nine", media=()) -> int:
     return add_actions(app, world.workspace_id, 1, channel=page, payload={"body": body, "media": list(media)})[0]
 
 
+@pytest.mark.only_backend("sqlite")  # the requests are the provider's own; the outcomes below run on both
 def test_a_post_carries_the_documented_headers_its_text_as_little_text_and_its_urn_becomes_the_provider_id(
         app, world, fake, page):
     action_id = one_post(app, world, page, body=WRITTEN)
@@ -65,6 +66,7 @@ def test_a_post_carries_the_documented_headers_its_text_as_little_text_and_its_u
         "lifecycleState": "PUBLISHED", "isReshareDisabledByAuthor": False}
 
 
+@pytest.mark.only_backend("sqlite")  # the requests are the provider's own; the outcomes below run on both
 def test_one_image_is_registered_and_put_before_the_post_and_named_as_its_media(app, client, world, fake, page):
     image = upload(client, world, png_bytes(size=(40, 30)), "loaf.png", alt="A loaf on a board")
     action_id = one_post(app, world, page, media=[image["id"]])
@@ -84,6 +86,7 @@ def test_one_image_is_registered_and_put_before_the_post_and_named_as_its_media(
     assert fake.posts[0]["content"] == {"media": {"id": urn, "altText": "A loaf on a board"}}
 
 
+@pytest.mark.only_backend("sqlite")  # the requests are the provider's own; the outcomes below run on both
 def test_several_images_go_as_a_multi_image_post_in_order(app, client, world, fake, page):
     items = [upload(client, world, png_bytes(size=(20 + n, 20)), f"{n}.png", alt=f"Loaf {n}" if n else "")
              for n in range(3)]
@@ -95,6 +98,7 @@ def test_several_images_go_as_a_multi_image_post_in_order(app, client, world, fa
         {"id": urns[0]}, {"id": urns[1], "altText": "Loaf 1"}, {"id": urns[2], "altText": "Loaf 2"}]}}
 
 
+@pytest.mark.only_backend("sqlite")  # the requests are the provider's own; the outcomes below run on both
 def test_the_version_setting_and_a_channels_own_version_are_sent(app, world, fake, monkeypatch):
     monkeypatch.setenv("TICKWORK_LINKEDIN_VERSION", "202604")
     make_channel(app, "linkedin", {"url": fake.base, "author": AUTHOR}, TOKEN, name="page")
@@ -157,6 +161,7 @@ def test_the_token_goes_only_to_linkedins_hosts_or_the_api_base():
     assert not linkedin._ours("https://notlinkedin.com/x", "https://api.linkedin.com")
 
 
+@pytest.mark.only_backend("sqlite")  # the requests are the provider's own; the outcomes below run on both
 def test_text_over_3000_characters_is_refused_at_save_naming_the_channel_and_the_rule(app, client, world, page):
     def new_post(body):
         return client.post("/api/v1/posts", headers=world.auth("marketer"), json={
@@ -169,6 +174,7 @@ def test_text_over_3000_characters_is_refused_at_save_naming_the_channel_and_the
     assert (error["field"], error["channel"], error["rule"]) == ("body", page, "text.characters")
 
 
+@pytest.mark.only_backend("sqlite")  # the requests are the provider's own; the outcomes below run on both
 def test_tickwork_channel_add_makes_a_linkedin_channel_and_checks_its_author(app, world, fake):
     runner = app.test_cli_runner()
     config = json.dumps({"author": "urn:li:organization:2414183"})

@@ -63,6 +63,7 @@ def one_post(app, world, tweets, body="Fresh bread at nine", media=()) -> int:
     return add_actions(app, world.workspace_id, 1, channel=tweets, payload={"body": body, "media": list(media)})[0]
 
 
+@pytest.mark.only_backend("sqlite")  # the requests are the provider's own; the outcomes below run on both
 def test_images_are_uploaded_with_their_alt_text_before_the_post_and_the_text_goes_verbatim(
         app, client, world, fake, tweets, waits):
     first = upload(client, world, png_bytes(size=(40, 30)), "loaf.png", alt="A loaf on a board")
@@ -90,6 +91,7 @@ def test_images_are_uploaded_with_their_alt_text_before_the_post_and_the_text_go
     assert waits == []  # images need no processing
 
 
+@pytest.mark.only_backend("sqlite")  # the requests are the provider's own; the outcomes below run on both
 def test_a_video_is_polled_until_processed_waiting_as_long_as_x_asks(app, client, world, fake, tweets, waits):
     clip = upload(client, world, mp4_bytes(), "clip.mp4", alt="Kneading")
     action_id = one_post(app, world, tweets, media=[clip["id"]])
@@ -146,6 +148,7 @@ def test_a_429_reset_in_the_past_or_missing_falls_back_sensibly(fake):
     assert x.rate_limit_reset(httpx.Response(429), T0) is None
 
 
+@pytest.mark.only_backend("sqlite")  # the requests are the provider's own; the outcomes below run on both
 def test_what_x_would_refuse_is_refused_at_save_naming_the_channel_and_the_rule(app, client, world, tweets):
     def new_post(body="Bread", media=()):
         return client.post("/api/v1/posts", headers=world.auth("marketer"), json={
@@ -175,6 +178,7 @@ def test_a_server_error_on_the_post_is_an_unknown_outcome_for_a_person(app, worl
     assert failed.status == "failed" and failed.failure_code == "outcome_unknown"  # X honours no idempotency key
 
 
+@pytest.mark.only_backend("sqlite")  # the requests are the provider's own; the outcomes below run on both
 def test_tickwork_channel_add_makes_an_x_channel_that_posts(app, world, fake):
     runner = app.test_cli_runner()
     result = runner.invoke(args=["channel", "add", "--workspace", "Acme", "--name", "birds", "--kind", "x",
