@@ -5,7 +5,8 @@ whose action type its channel does not send is refused.
 |--------------------|-----------------------------------------------------------------------|
 | smtp, postmark     | ``send_email``                                                        |
 | twilio             | ``send_sms``                                                          |
-| mastodon, x, linkedin | ``publish_post``                                                      |
+| mastodon           | ``publish_post``                                                      |
+| x, linkedin        | ``publish_post``                                                      |
 | log, webhook       | what the ``sends`` setting lists (``sends = publish_post``); else ``send_sms`` when ``address = phone``; else all three |
 """
 
