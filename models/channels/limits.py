@@ -10,9 +10,10 @@ Settings (one ``key = value`` per line in the channel form, keys of ``Channel.co
 Defaults follow what each provider documents (docs/operations.md cites the sources):
 ``twilio`` 1 message per second (a long code's rate; set ``rate`` for a toll-free number,
 a short code or a messaging service), ``mastodon`` 60 per minute (300 requests per 5 minutes
-per account). ``webhook``, ``smtp`` and ``postmark`` publish no fixed rate, so none is
-assumed; a ``429`` or ``503`` with ``Retry-After`` pauses any channel for everyone.
-``log`` writes to our own database and takes no limits.
+per account), ``x`` 6 per minute (100 posts per 15 minutes per user). LinkedIn's 150 posts a day
+per member is no per-minute rate: its ``429`` pauses the channel instead. ``webhook``, ``smtp``
+and ``postmark`` publish no fixed rate, so none is assumed; a ``429`` or ``503`` with
+``Retry-After`` pauses any channel for everyone. ``log`` writes to our own database and takes no limits.
 """
 
 import re
@@ -65,6 +66,7 @@ NO_LIMITS = ChannelLimits()
 DEFAULT_LIMITS: dict[str, ChannelLimits] = {
     "twilio": ChannelLimits(rate=Rate(1, timedelta(seconds=1))),
     "mastodon": ChannelLimits(rate=Rate(60, timedelta(minutes=1))),
+    "x": ChannelLimits(rate=Rate(6, timedelta(minutes=1))),
 }
 
 

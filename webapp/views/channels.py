@@ -31,6 +31,9 @@ SETTINGS_HINT = {
               "# rate = 1/s    (default: a long code's 1/s; 3/s toll-free, more for short codes)",
     "mastodon": "url = https://mastodon.example\nvisibility = public\n"
                 "# rate = 60/min    (default: 300 requests per 5 minutes per account)",
+    "x": "# url = https://api.x.com    (default)\n# rate = 6/min    (default: 100 posts per 15 minutes per user)",
+    "linkedin": "author = urn:li:person:...    (or urn:li:organization:... for a page)\n"
+                "# linkedin_version = 202601    (default: TICKWORK_LINKEDIN_VERSION)",
 }
 LIMITS_HINT = ("rate = N/s or N/min, concurrency = N (sends in flight), across every consumer; "
                "none lifts a kind's default. A provider's Retry-After pauses the channel for every action.")
