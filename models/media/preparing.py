@@ -33,7 +33,7 @@ class CannotPrepare(Exception):
 
 def needs_preparing(item: Media, rule: ImageRule | None) -> bool:
     """Whether ``item`` must be re-encoded to meet ``rule`` (and ``rule`` allows it)."""
-    if rule is None or not rule.may_prepare or item.kind != MediaKind.IMAGE.value:
+    if rule is None or item.kind != MediaKind.IMAGE.value or not rule.may_prepare:  # a VideoRule has no may_prepare
         return False
     too_heavy = rule.max_bytes is not None and item.bytes > rule.max_bytes
     too_large = (rule.max_side is not None and item.width and item.height

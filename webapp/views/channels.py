@@ -5,7 +5,7 @@ from sqlalchemy import select
 
 from models.accounts.tables import Role
 from models.channels.tables import Channel
-from models.channels.operations import save_channel
+from models.channels.operations import read_from_network, save_channel
 from models.channels.reading import channel_events
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput, NotFound
@@ -110,6 +110,9 @@ def _save(channel: Channel | None):
     rt = runtime()
     try:
         config = parse_settings(request.form.get("settings", ""))
+        # Before the write lock: a provider may read its network's settings (Instagram's publishing limit).
+        config = read_from_network((request.form.get("kind") or "").strip(), config, now=rt.now(), box=rt.secret_box,
+                                   secret=request.form.get("secret") or None, channel=channel)
         with write_session() as session:
             saved = save_channel(
                 session, v.workspace.id, channel_id=channel.id if channel else None,
