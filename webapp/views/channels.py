@@ -31,6 +31,10 @@ SETTINGS_HINT = {
               "# rate = 1/s    (default: a long code's 1/s; 3/s toll-free, more for short codes)",
     "mastodon": "url = https://mastodon.example\nvisibility = public\n"
                 "# rate = 60/min    (default: 300 requests per 5 minutes per account)",
+    "threads": "# url = https://graph.threads.net/v1.0\nuser_id = me\n# rate = none    (default: 250 posts per 24 h)",
+    "facebook": "# url = https://graph.facebook.com/v21.0\npage_id = 1234567890",
+    "instagram": "# url = https://graph.instagram.com/v21.0\nig_user_id = me\n"
+                 "# network_rate = 100/86400s    (read from Instagram when the channel is saved)",
 }
 LIMITS_HINT = ("rate = N/s or N/min, concurrency = N (sends in flight), across every consumer; "
                "none lifts a kind's default. A provider's Retry-After pauses the channel for every action.")
