@@ -7,7 +7,7 @@ import json
 import socket
 import types
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import select
@@ -25,7 +25,7 @@ from models.media.links import link_target
 from tests.conftest import EGRESS_ALLOW, T0
 from tests.fakes.meta import MetaGraph
 from tests.integration.clock_helpers import add_actions, make_channel, row
-from tests.media_files import mp4_bytes, multipart, png_bytes, jpeg_with_gps
+from tests.media_files import jpeg_with_gps, mp4_bytes, multipart, png_bytes
 
 TOKEN = "meta-token"
 ACCOUNT = "17841400000000001"
@@ -73,12 +73,6 @@ def config_for(fake: MetaGraph) -> dict:
     return {"url": fake.base, ID_KEYS[fake.network]: ACCOUNT}
 
 
-def one_row(app, fake: MetaGraph, payload: dict | None = None, **config) -> int:
-    """A queued row due now on a channel ``main`` of the fake's network."""
-    workspace_id = make_channel(app, fake.network, config_for(fake) | config, TOKEN)
-    return add_actions(app, workspace_id, 1, payload=payload or {"body": "Fresh bread at nine"})[0]
-
-
 def bearer_only(fake: MetaGraph) -> None:
     assert all(seen.headers.get("Authorization") == f"Bearer {TOKEN}" for seen in fake.requests)
     assert all(TOKEN not in seen.path and TOKEN not in json.dumps(seen.query) for seen in fake.requests)
@@ -117,13 +111,14 @@ def test_a_text_post_is_a_threads_text_container_checked_then_published_and_a_fa
 
 def test_a_container_in_progress_is_polled_with_the_injected_sleeper_within_the_send_time(app, httpserver, sleeper):
     fake = fake_for(httpserver, "threads")
-    # The first row's container is ready at the third look; the second row's never within its 10 s.
+    # The first row's container is ready at the third look; the second row's never within its time.
     fake.statuses.extend(["IN_PROGRESS", "IN_PROGRESS", "FINISHED"] + ["IN_PROGRESS"] * 20)
     workspace_id = make_channel(app, "threads", config_for(fake) | {"rate": "none"}, TOKEN)
     ready, slow = add_actions(app, workspace_id, 2, payload={"body": "Fresh bread"})
     send_due(app, sleeper)
-    # 1 + 2 s for the first; 1 + 2 + 4 s for the second, whose next wait (8 s) would leave no time for a look.
-    assert sleeper.waits == [1.0, 2.0, 1.0, 2.0, 4.0]
+    # 1 + 2 s each: of the second's 10 s, a third of it is kept for the publishing call, so a wait of 4 s
+    # and one more look no longer fit.
+    assert sleeper.waits == [1.0, 2.0, 1.0, 2.0]
     assert row(app, ready).status == "published" and len(fake.of("publish")) == 1
     reverted = row(app, slow)
     assert reverted.status == "queued" and reverted.attempt_count == 1
@@ -179,7 +174,7 @@ def post_and_send(app, client, world, clock, sleeper, targets, media, body="Fres
     post = new_post(client, world, targets, media, body, at)
     assert post.status_code == 201, post.json
     assert client.post(f"/api/v1/posts/{post.json['id']}/approve", headers=world.auth("marketer")).status_code == 200
-    clock.advance(hours=2 if at == LATER else 4)
+    clock.set(datetime.fromisoformat(post.json["publish_at"]))
     send_due(app, sleeper)
     return client.get(f"/api/v1/posts/{post.json['id']}", headers=world.auth()).json
 
@@ -477,17 +472,19 @@ def test_invalid_blocked_duplicate_and_permission_errors_are_permanent_with_meta
         assert str(status) in result.message
 
 
-def test_a_transient_fault_before_the_publishing_call_is_not_sent(httpserver, direct):
+def test_a_fault_while_nothing_is_public_yet_is_not_sent(httpserver, direct):
     threads_fake, gram, book = (fake_for(httpserver, network) for network in ("threads", "instagram", "facebook"))
     threads_fake.fail("create", 500, code=2, message="Service temporarily unavailable")
     threads_fake.fail("status", 502, code=0, body={"oops": True})
     gram.fail("create", 500, code=1, message="An unknown error occurred")
     book.fail("photos", 503, code=2, message="Service temporarily unavailable")
+    gram.fail("publish", 400, code=9007, subcode=2207027, message="The media is not ready for publishing")
     outcomes = [direct(threads, threads_fake), direct(threads, threads_fake), direct(instagram, gram, [image_link()]),
-                direct(facebook, book, [photo(1), photo(2)])]  # the first of two photos is an unpublished upload
-    assert [result.outcome for result in outcomes] == [SendOutcome.NOT_SENT] * 4
+                direct(facebook, book, [photo(1), photo(2)]),  # the first of two photos is an unpublished upload
+                direct(instagram, gram, [image_link()])]  # publishing a container Instagram has not readied
+    assert [result.outcome for result in outcomes] == [SendOutcome.NOT_SENT] * 5
     assert all("nothing was published" in result.message for result in outcomes)
-    assert threads_fake.of("publish") == [] and gram.of("publish") == [] and book.of("feed") == []
+    assert threads_fake.of("publish") == [] and len(gram.of("publish")) == 1 and book.of("feed") == []
 
 
 def test_a_transient_fault_answering_the_publishing_call_is_an_unknown_outcome(httpserver, direct):

@@ -10,6 +10,7 @@ where logs would keep it). A refusal comes as the Graph error object
 | 190, 102 | the access token expired, was revoked or is invalid | permanent, reconnect needed |
 | 4, 9, 17, 32, 341, 613, 80001–80014, or HTTP 429 | throttled (app, user, Page, publishing limit) | retry later, after ``estimated_time_to_regain_access`` when ``X-Business-Use-Case-Usage`` or ``X-App-Usage`` says it |
 | 1, 2, or HTTP 5xx | a transient fault on Meta's side | unknown when it answered the publishing call; not sent when it answered a step before it (a container, an unpublished photo: nothing is public yet) |
+| 9007 with subcode 2207027 | Instagram: the media is not ready for publishing | not sent |
 | 100, 368, 506, 3, 10, 200–299, anything else | invalid parameter, blocked for a policy, duplicate post, permissions | permanent, with Meta's words |
 
 Creating a container is never a post: an unpublished container expires after 24 hours and is
@@ -33,12 +34,18 @@ from models.channels.providers.base import SendContext, SendOutcome, SendResult
 TOKEN_CODES = frozenset({190, 102})
 THROTTLING_CODES = frozenset({4, 9, 17, 32, 341, 613, *range(80001, 80015)})
 TRANSIENT_CODES = frozenset({1, 2})
+# Instagram's "the media is not ready for publishing" (code 9007, subcode 2207027): nothing was published.
+NOT_READY = frozenset({(9007, 2207027)})
 USAGE_HEADERS = ("X-Business-Use-Case-Usage", "X-App-Usage")
 # Waits between two looks at a container's status: short first (an image is usually ready at
 # once), longer after (a video takes a while); the whole send stays within the context's timeout.
 POLL_WAITS = (1.0, 2.0, 4.0, 8.0)
 # The least time worth giving one more request.
 MIN_REQUEST = 1.0
+# The share of the send's time polls leave for the publishing call (at most PUBLISH_RESERVE_MAX
+# seconds): a publish given a second would time out into "outcome unknown" when it merely was slow.
+PUBLISH_RESERVE_SHARE = 1 / 3
+PUBLISH_RESERVE_MAX = 10.0
 
 
 @dataclass
@@ -51,6 +58,10 @@ class Budget:
 
     def left(self) -> float:
         return self.timeout - (time.monotonic() - self.started) - self.slept
+
+    @property
+    def publish_reserve(self) -> float:
+        return min(self.timeout * PUBLISH_RESERVE_SHARE, PUBLISH_RESERVE_MAX)
 
     def context_for_one_request(self, context: SendContext) -> SendContext:
         return replace(context, timeout=max(MIN_REQUEST, min(context.timeout, self.left())))
@@ -105,7 +116,7 @@ def _code(error: dict, key: str) -> int | None:
 
 
 def _words(network: str, what: str, response: httpx.Response, error: dict) -> str:
-    message = shown_text(str(error.get("error_user_msg") or error.get("message") or response.text.strip()), 300)
+    message = shown_text(str(error.get("message") or error.get("error_user_msg") or response.text.strip()), 300)
     parts = [f"code {error['code']}" if error.get("code") is not None else None,
              f"subcode {error['error_subcode']}" if error.get("error_subcode") is not None else None,
              f"fbtrace_id {shown_text(str(error['fbtrace_id']), 40)}" if error.get("fbtrace_id") else None]
@@ -152,6 +163,8 @@ def refusal(response: httpx.Response, context: SendContext, *, network: str, wha
         wait = timedelta(seconds=seconds) if seconds else parse_retry_after(response.headers.get("Retry-After"),
                                                                                context.now)
         return SendResult(SendOutcome.RETRY_LATER, f"{words}; try later", retry_after=wait)
+    if (code, _code(error, "error_subcode")) in NOT_READY:
+        return SendResult(SendOutcome.NOT_SENT, f"{words}; nothing was published")
     if code in TRANSIENT_CODES or (status >= 500 and code is None) or (status >= 500 and not error):
         if publishing:
             return SendResult(SendOutcome.UNKNOWN, f"{words}; it may or may not have published the post")
@@ -217,7 +230,8 @@ def created_id(body: dict, network: str, what: str, *, publishing: bool) -> str 
 
 def wait_until_finished(context: SendContext, budget: Budget, base: str, container_id: str, token: str, *,
                         network: str, status_field: str, error_field: str | None = None) -> SendResult | None:
-    """Look at a container's ``status_field`` until it is ``FINISHED`` (None), waiting with ``context.sleep``.
+    """Look at a container's ``status_field`` until it is ``FINISHED`` (None), waiting with ``context.sleep``
+    and leaving the publishing call its share of the send's time.
 
     ``ERROR`` is permanent (Meta could not fetch or process the media: another attempt fetches the
     same file); ``EXPIRED`` is not sent; still ``IN_PROGRESS`` when the send's time is spent is not
@@ -245,7 +259,7 @@ def wait_until_finished(context: SendContext, budget: Budget, base: str, contain
         if status == "PUBLISHED":
             return SendResult(SendOutcome.UNKNOWN, f"{network}'s container {container_id} is already published, "
                                                    "though Tickwork did not publish it; check the account")
-        if budget.left() < wait + MIN_REQUEST:
+        if budget.left() < wait + MIN_REQUEST + budget.publish_reserve:
             return SendResult(SendOutcome.NOT_SENT, f"{network} was still processing container {container_id} "
                                                     f"({status or 'no status'}) after {budget.timeout:g}s; nothing "
                                                     "was published, and the next attempt makes a new container")
