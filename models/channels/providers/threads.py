@@ -34,9 +34,9 @@ MAX_CAROUSEL = 20
 accepts = Accepts(
     text=(TextRule(500, "emoji_as_utf8"),),  # 500 characters, an emoji counting its UTF-8 bytes
     media=MediaRules(max_items=MAX_CAROUSEL, delivery=URL, video_alone=False,
-                     image=ImageRule(formats=frozenset({JPEG, PNG}), max_bytes=8 * 1024 * 1024, aspect=(0.1, 10.0),
+                     image=ImageRule(formats=frozenset({JPEG, PNG}), max_bytes=8 * 1000 * 1000, aspect=(0.1, 10.0),
                                      may_prepare=True),
-                     video=VideoRule(formats=frozenset({MP4, QUICKTIME}), max_bytes=1024 * 1024 * 1024,
+                     video=VideoRule(formats=frozenset({MP4, QUICKTIME}), max_bytes=1000 * 1000 * 1000,
                                      max_seconds=300)),
 )
 oauth = OAuthSpec(
