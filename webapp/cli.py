@@ -15,7 +15,7 @@ from models.accounts.members import add_member, find_user
 from models.accounts.tables import Role
 from models.accounts.tokens import expiry_after, issue_token
 from models.accounts.workspaces import change_workspace_zone, create_workspace, find_workspace
-from models.channels.operations import save_channel
+from models.channels.operations import read_from_network, save_channel
 from models.core.database import write_session
 from models.core.errors import DomainError
 from models.core.moves import Actor
@@ -221,6 +221,7 @@ def channel_add(workspace_name, name, kind, url, secret, config_json):
     if url:
         config["url"] = url
     rt = runtime()
+    config = read_from_network(kind, config, secret=secret, now=rt.now())  # before the write lock: it may call out
     with _refusals_as_one_line(), write_session() as session:
         workspace = find_workspace(session, workspace_name)
         save_channel(session, workspace.id, name=name, kind=kind, config=config, secret=secret, box=rt.secret_box,

@@ -8,6 +8,12 @@ SMTP ``host`` or ``port``) while a secret is stored needs the secret typed again
 removed), else 422 on ``secret``, so a stored token never follows a URL to another host.
 Every such change, and every secret replaced or removed, is a ``channel_events`` row (who,
 when, from which destination to which), never holding the secret itself.
+
+A provider may read settings from its network when a channel is saved (Instagram's publishing
+limit): a provider that offers ``read_at_save(config, secret, context) -> dict`` gets the
+channel's settings and secret, and what it answers is added to the settings. The shells call
+:func:`read_from_network` before opening the write transaction, so no network call holds the
+database's write lock; a network that cannot be reached never refuses the save.
 """
 
 import re
@@ -20,7 +26,8 @@ from sqlalchemy.orm import Session
 
 from models.channels.action_types import ACTION_TYPES, SENDS_SETTING, sends_setting
 from models.channels.limits import validate_limits
-from models.channels.providers import PROVIDERS
+from models.channels.providers import PROVIDERS, SendContext
+from models.channels.providers.http import http_client
 from models.channels.tables import CHANNEL_NAME, Channel, ChannelEvent, ChannelKind
 from models.core.egress import check_url, host_refusal, url_refusal
 from models.core.errors import Conflict, InvalidInput, NotFound
@@ -63,6 +70,30 @@ def validate_channel(name, kind, config) -> None:
     check_settings = getattr(PROVIDERS.get(kind), "validate_config", None)
     if check_settings is not None:
         check_settings(config)
+
+
+# How long a save waits on a network it reads from (the whole read, every request of it).
+READ_AT_SAVE_TIMEOUT = 5.0
+
+
+def read_from_network(kind: str, config: dict, *, secret: str | None, now: datetime, box: SecretBox | None = None,
+                      channel: Channel | None = None) -> dict:
+    """``config`` with what ``kind``'s provider reads from its network at save time, if it reads anything.
+
+    ``secret`` is the one typed for this save; without one, the stored secret of ``channel`` is
+    used only while the destination stays the same (a stored token never follows a URL to
+    another host). The read goes through the egress policy; it never raises for the network.
+    """
+    read = getattr(PROVIDERS.get(kind), "read_at_save", None)
+    if read is None or not isinstance(config, dict):
+        return config
+    if not secret and channel is not None and box is not None and channel.secret_sealed \
+            and (channel.kind, destination(channel.kind, channel.config)) == (kind, destination(kind, config)):
+        secret = channel.secret(box)
+    if not secret:
+        return config
+    found = read(dict(config), secret, SendContext(now=now, timeout=READ_AT_SAVE_TIMEOUT, http=http_client()))
+    return {**config, **found}
 
 
 # Where a kind sends when its settings name no url (the providers' defaults).

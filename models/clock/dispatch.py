@@ -1015,7 +1015,7 @@ def _call(provider, delivery: Delivery, channel: Channel, context: DispatchConte
     if isinstance(delivery, SendResult):
         return delivery
     send_context = SendContext(now=context.clock.now(), timeout=context.policy.provider_timeout.total_seconds(),
-                               http=http)
+                               http=http, sleep=context.sleep)
     try:
         return provider.send(delivery, send_context)
     except Exception as exc:  # a fault in a provider module: we cannot tell whether it sent

@@ -5,7 +5,7 @@ from sqlalchemy import select
 
 from models.accounts.tables import Role
 from models.channels.tables import Channel
-from models.channels.operations import save_channel
+from models.channels.operations import read_from_network, save_channel
 from models.channels.reading import channel_events
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput, NotFound
@@ -34,6 +34,10 @@ SETTINGS_HINT = {
     "x": "# url = https://api.x.com    (default)\n# rate = 6/min    (default: 100 posts per 15 minutes per user)",
     "linkedin": "author = urn:li:person:...    (or urn:li:organization:... for a page)\n"
                 "# linkedin_version = 202601    (default: TICKWORK_LINKEDIN_VERSION)",
+    "threads": "# url = https://graph.threads.net/v1.0\nuser_id = me\n# rate = none    (default: 250 posts per 24 h)",
+    "facebook": "# url = https://graph.facebook.com/v21.0\npage_id = 1234567890",
+    "instagram": "# url = https://graph.instagram.com/v21.0\nig_user_id = me\n"
+                 "# network_rate = 100/86400s    (read from Instagram when the channel is saved)",
 }
 LIMITS_HINT = ("rate = N/s or N/min, concurrency = N (sends in flight), across every consumer; "
                "none lifts a kind's default. A provider's Retry-After pauses the channel for every action.")
@@ -113,6 +117,9 @@ def _save(channel: Channel | None):
     rt = runtime()
     try:
         config = parse_settings(request.form.get("settings", ""))
+        # Before the write lock: a provider may read its network's settings (Instagram's publishing limit).
+        config = read_from_network((request.form.get("kind") or "").strip(), config, now=rt.now(), box=rt.secret_box,
+                                   secret=request.form.get("secret") or None, channel=channel)
         with write_session() as session:
             saved = save_channel(
                 session, v.workspace.id, channel_id=channel.id if channel else None,

@@ -83,6 +83,9 @@ class MediaRules:
     alt_max: int | None = None  # characters of alt text per item
     video_alone: bool = True  # a video (or a GIF) is the post's only item
     delivery: str = UPLOAD
+    # The network takes no post without media (Instagram): a text-only post is refused at save
+    # (rule ``media.required``).
+    required: bool = False
 
     def rule_for(self, kind: str):
         return {IMAGE: self.image, GIF: self.gif, VIDEO: self.video}.get(kind)
@@ -165,14 +168,16 @@ def text_breaks(accepts: Accepts, config: dict | None, text: str) -> Broken | No
 
 
 def media_breaks(accepts: Accepts, items: list[MediaFacts]) -> Broken | None:
-    """The first media rule ``items`` break on this network, or None.
+    """The first media rule ``items`` break on this network, or None (no items break only ``required``).
 
     An image rule the network lets Tickwork meet by preparing the image (bytes, sides,
     format) is not broken: the send prepares it. Aspect ratio and alt text are never fixed.
     """
-    if not items:
-        return None
     rules = accepts.media
+    if not items:
+        if rules is not None and rules.required:
+            return Broken("media.required", "this channel takes no post without an image or a video")
+        return None
     if rules is None:
         return Broken("media.none", "this channel takes no media")
     if len(items) > rules.max_items:

@@ -1,4 +1,5 @@
-"""Text length as each network counts it: code points, graphemes, UTF-8 bytes, X's weighting, links at a fixed length.
+"""Text length as each network counts it: code points, graphemes, UTF-8 bytes, X's weighting, links at a fixed
+length, emoji at their UTF-8 bytes (Threads).
 
 Every counter takes the text exactly as it will be sent and answers one whole number, so
 the check at save, the composer's counter beside each target and the send agree. The names
@@ -74,6 +75,16 @@ def links_as_23(text: str) -> int:
     return total + len(text[position:])
 
 
+def emoji_as_utf8(text: str) -> int:
+    """Threads' count: code points, each emoji sequence counting as its UTF-8 bytes (a thumbs-up is 4)."""
+    total = 0
+    position = 0
+    for emoji in _EMOJI.finditer(text):
+        total += len(text[position:emoji.start()]) + len(emoji.group().encode("utf-8"))
+        position = emoji.end()
+    return total + len(text[position:])
+
+
 # A rule's ``counted_as`` names one of these; the words say what the number means.
 COUNTERS = {
     "characters": (characters, "characters"),
@@ -81,4 +92,5 @@ COUNTERS = {
     "utf8_bytes": (utf8_bytes, "UTF-8 bytes"),
     "x_weighted": (x_weighted, "weighted characters (links 23, CJK and emoji 2)"),
     "links_as_23": (links_as_23, "characters (links 23)"),
+    "emoji_as_utf8": (emoji_as_utf8, "characters (emoji as their UTF-8 bytes)"),
 }

@@ -1,0 +1,161 @@
+"""``instagram``: a post to a professional account (Instagram API with Instagram Login): a media container, its
+``status_code`` polled until ``FINISHED``, then ``media_publish``.
+
+Channel config: ``url`` (the Graph API base, default ``https://graph.instagram.com/v21.0``),
+``ig_user_id`` (the professional account's id, default ``me``), and ``network_rate``, which
+Tickwork writes when the channel is saved. Secret: an Instagram user access token with
+``instagram_business_basic`` and ``instagram_business_content_publish``. Payload: ``body`` (the
+caption) and ``media``, which Instagram fetches itself from a signed link to each item under
+TICKWORK_BASE_URL. Instagram takes no post without an image or a video: such a post is refused
+when it is saved (rule ``media.required``).
+
+One image is a container with ``image_url``, ``caption`` and ``alt_text``; one video is a
+``REELS`` container with ``video_url``; two to ten items are item containers
+(``is_carousel_item``) and a ``CAROUSEL`` container naming them as ``children``. The
+container's ``status_code`` is read until ``FINISHED`` (waiting with ``context.sleep``, within
+the send's timeout), then ``POST /{ig-user-id}/media_publish`` with its ``creation_id`` answers
+the post's id. Errors: :mod:`.meta_graph`.
+
+When the channel is saved, ``GET /{ig-user-id}/content_publishing_limit`` gives the account's
+publishing limit (``quota_total`` posts per ``quota_duration`` seconds), kept as the channel's
+``network_rate``; if it cannot be read, the documented 100 posts per 24 hours stands.
+"""
+
+from models.channels.limits import NETWORK_RATE_KEY, network_rate_text
+from models.channels.providers import meta_graph
+from models.channels.providers.accepts import JPEG, MP4, QUICKTIME, URL, Accepts, ImageRule, MediaRules, TextRule, \
+    VideoRule
+from models.channels.providers.base import Delivery, SendContext, SendOutcome, SendResult, payload_text
+from models.channels.providers.oauth import INSTAGRAM_REFRESH, OAuthSpec
+from models.core.egress import check_url
+
+kind = "instagram"
+honours_idempotency_key = False
+NETWORK = "Instagram"
+DEFAULT_URL = "https://graph.instagram.com/v21.0"
+MAX_CAROUSEL = 10
+# Instagram's media specifications: images are JPEG only (others are converted for it), up to
+# 8 MB, with an aspect ratio from 4:5 to 1.91:1 (Instagram scales the width to 320-1440 px
+# itself); reels are MP4 or MOV, 3 seconds to 15 minutes, up to 300 MB. Carousels mix images
+# and videos. Alt text is sent as ``alt_text`` on images (Instagram takes none on reels).
+accepts = Accepts(
+    text=(TextRule(2200),),
+    media=MediaRules(max_items=MAX_CAROUSEL, delivery=URL, video_alone=False, required=True,
+                     image=ImageRule(formats=frozenset({JPEG}), max_bytes=8 * 1000 * 1000, aspect=(0.8, 1.91),
+                                     may_prepare=True),
+                     video=VideoRule(formats=frozenset({MP4, QUICKTIME}), max_bytes=300 * 1000 * 1000,
+                                     max_seconds=900, min_seconds=3)),
+)
+oauth = OAuthSpec(
+    authorize_url="https://www.instagram.com/oauth/authorize",
+    token_url="https://api.instagram.com/oauth/access_token",
+    scopes=("instagram_business_basic", "instagram_business_content_publish"),
+    refresh=INSTAGRAM_REFRESH,  # a long-lived token (60 days) renewed with GET /refresh_access_token
+    profile_path="/me?fields=user_id,username,profile_picture_url",
+)
+
+
+def validate_config(config: dict) -> None:
+    """The Graph API base must pass the egress policy; ``ig_user_id`` is a numeric id or ``me``."""
+    if "url" in config:
+        check_url(config["url"], field="url")
+    meta_graph.check_node_id(config, "ig_user_id")
+
+
+def read_at_save(config: dict, secret: str, context: SendContext) -> dict:
+    """The account's publishing limit as ``network_rate``, or nothing when it cannot be read (the save goes on)."""
+    user = meta_graph.node_id(config, "ig_user_id", "me")
+    if user is None:
+        return {}
+    base = meta_graph.base_url(config, DEFAULT_URL)
+    body = meta_graph.call(context, meta_graph.Budget(context.timeout), "GET",
+                           f"{base}/{user}/content_publishing_limit", secret, params={"fields": "config,quota_usage"},
+                           network=NETWORK, what="the publishing limit", publishing=False)
+    if isinstance(body, SendResult):
+        return {}
+    data = body.get("data")
+    limit = data[0].get("config") if isinstance(data, list) and data and isinstance(data[0], dict) else None
+    total = limit.get("quota_total") if isinstance(limit, dict) else None
+    duration = limit.get("quota_duration") if isinstance(limit, dict) else None
+    if not all(isinstance(value, int) and not isinstance(value, bool) and value > 0 for value in (total, duration)):
+        return {}
+    return {NETWORK_RATE_KEY: network_rate_text(total, duration)}
+
+
+def _item(item, *, carousel: bool) -> dict | SendResult:
+    if not item.url:
+        return SendResult(SendOutcome.PERMANENT, f"media item {item.media_id} has no link for Instagram to fetch; "
+                                                 "nothing was sent")
+    if item.kind == "video":
+        form = {"media_type": "VIDEO" if carousel else "REELS", "video_url": item.url}
+    else:
+        form = {"image_url": item.url}
+        if item.alt:
+            form["alt_text"] = item.alt
+    if carousel:
+        form["is_carousel_item"] = "true"
+    return form
+
+
+def send(delivery: Delivery, context: SendContext) -> SendResult:
+    """Create the post's container (and its items'), wait until Instagram has it ready, publish it."""
+    config, token = delivery.config, delivery.secret
+    user = meta_graph.node_id(config, "ig_user_id", "me")
+    caption = payload_text(delivery.payload, "body", "text", "caption")
+    media = list(delivery.media)
+    if not token:
+        return SendResult(SendOutcome.NOT_SENT, "the instagram channel has no access token: connect it")
+    if user is None:
+        return SendResult(SendOutcome.NOT_SENT, "the instagram channel's ig_user_id is not an Instagram account id")
+    if not media:
+        return SendResult(SendOutcome.PERMANENT, "Instagram takes no post without an image or a video; nothing was sent")
+    if len(media) > MAX_CAROUSEL:
+        return SendResult(SendOutcome.PERMANENT, f"{len(media)} media items; Instagram takes at most {MAX_CAROUSEL}")
+    base = meta_graph.base_url(config, DEFAULT_URL)
+    budget = meta_graph.Budget(context.timeout)
+
+    def create(form: dict, what: str) -> str | SendResult:
+        body = meta_graph.call(context, budget, "POST", f"{base}/{user}/media", token, data=form, network=NETWORK,
+                               what=what, publishing=False)
+        return body if isinstance(body, SendResult) else meta_graph.created_id(body, NETWORK, what, publishing=False)
+
+    def ready(container: str) -> SendResult | None:
+        return meta_graph.wait_until_finished(context, budget, base, container, token, network=NETWORK,
+                                              status_field="status_code", error_field="status")
+
+    if len(media) == 1:
+        form = _item(media[0], carousel=False)
+        if isinstance(form, SendResult):
+            return form
+        what = "the post's container"
+    else:
+        children = []
+        for number, item in enumerate(media, 1):
+            child_form = _item(item, carousel=True)
+            if isinstance(child_form, SendResult):
+                return child_form
+            child = create(child_form, f"carousel item {number}'s container")
+            if isinstance(child, SendResult):
+                return child
+            if item.kind == "video":  # a video item is processed before the carousel may name it
+                waited = ready(child)
+                if waited is not None:
+                    return waited
+            children.append(child)
+        form = {"media_type": "CAROUSEL", "children": ",".join(children)}
+        what = "the carousel's container"
+    if caption:
+        form["caption"] = caption
+    container = create(form, what)
+    if isinstance(container, SendResult):
+        return container
+    waited = ready(container)
+    if waited is not None:
+        return waited
+    body = meta_graph.call(context, budget, "POST", f"{base}/{user}/media_publish", token,
+                           data={"creation_id": container}, network=NETWORK, what="the publishing call",
+                           publishing=True)
+    if isinstance(body, SendResult):
+        return body
+    published = meta_graph.created_id(body, NETWORK, "the publishing call", publishing=True)
+    return published if isinstance(published, SendResult) else SendResult.success(published)
