@@ -65,6 +65,7 @@ NO_LIMITS = ChannelLimits()
 DEFAULT_LIMITS: dict[str, ChannelLimits] = {
     "twilio": ChannelLimits(rate=Rate(1, timedelta(seconds=1))),
     "mastodon": ChannelLimits(rate=Rate(60, timedelta(minutes=1))),
+    "bluesky": ChannelLimits(rate=Rate(8, timedelta(minutes=1))),
 }
 
 

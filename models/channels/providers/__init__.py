@@ -23,12 +23,13 @@ checks its destination setting at save time with :func:`models.core.egress.check
 from dataclasses import replace
 
 from models.core.database import write_session
-from models.channels.providers import log, mastodon, postmark, smtp, twilio, webhook
+from models.channels.providers import bluesky, log, mastodon, postmark, smtp, twilio, webhook
 from models.channels.providers.accepts import DEFAULT, Accepts
 from models.channels.providers.base import (Delivery, LocalProvider, MediaFile, Provider, SendContext, SendOutcome,
                                             SendResult)
 
-PROVIDERS: dict[str, Provider | LocalProvider] = {module.kind: module for module in (log, webhook, smtp, postmark, twilio, mastodon)}
+PROVIDERS: dict[str, Provider | LocalProvider] = {module.kind: module for module in (log, webhook, smtp, postmark, twilio, mastodon,
+                                                                                    bluesky)}
 
 
 def provider_for(kind: str) -> Provider | LocalProvider:

@@ -67,9 +67,19 @@ def post(context: SendContext, url: str, **request) -> httpx.Response | SendResu
     A connection that never opened (refused, DNS, connect timeout) sent nothing; one that
     broke or timed out after the request went out may have been acted on.
     """
+    return request_or_outcome(context, "POST", url, **request)
+
+
+def get(context: SendContext, url: str, **request) -> httpx.Response | SendResult:
+    """GET (a lookup, such as "did my earlier send land?"), or the outcome of a request that produced no response."""
+    return request_or_outcome(context, "GET", url, **request)
+
+
+def request_or_outcome(context: SendContext, method: str, url: str, **request) -> httpx.Response | SendResult:
+    """One request with the egress client, or the outcome of one that produced no response (see :func:`post`)."""
     client = context.http
     try:
-        return client.post(url, timeout=context.timeout, **request)
+        return client.request(method, url, timeout=context.timeout, **request)
     except DestinationRefused as refused:
         return SendResult(SendOutcome.PERMANENT, f"{refused}; nothing was sent")
     except (httpx.UnsupportedProtocol, httpx.InvalidURL):
