@@ -73,6 +73,8 @@ def unknown_outcome_rule(kind: str) -> str:
         provider = provider_for(kind)
     except LookupError:
         return "An unknown outcome is failed for a person to decide."
+    if getattr(provider, "local", False):
+        return "Delivered into Tickwork's own database with the row's status: never in doubt."
     name = getattr(provider, "WHAT", kind.capitalize())
     key = bool(getattr(provider, "honours_idempotency_key", False))
     if can_settle(kind) and key:
