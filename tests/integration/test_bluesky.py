@@ -272,3 +272,19 @@ def test_the_cli_adds_a_bluesky_channel(app, pds):
             assert made.kind == "bluesky" and made.config == {"url": pds.url, "handle": pds.handle}
             assert made.secret(runtime().secret_box) == pds.password
     assert rows(app) == {}
+
+
+def test_an_ask_under_a_claim_that_is_no_longer_the_workers_changes_nothing(app, pds, clock):
+    from models.actions import lifecycle
+
+    workspace_id = channel(app, pds)
+    (action_id,) = add_actions(app, workspace_id, 1, payload={"text": "Fresh bread"})
+    _lose_the_worker(app, action_id, clock)
+    with app.app_context(), write_session() as session:
+        stale = lifecycle.ask(session, action_id, claim_token="someone-else", message="asked", now=clock.now(),
+                              actor=Actor(label="test"))
+        mine = lifecycle.ask(session, action_id, claim_token="dead-worker", message="asked: not yet", now=clock.now(),
+                             actor=Actor(label="test"))
+    assert not stale.ok and stale.reason.value == "claim_lost"
+    assert mine.ok and row(app, action_id).last_error == "asked: not yet"
+    assert [(event.from_status, event.to_status) for event in events(app, action_id)][-1:] == [("submitted", "submitted")]
