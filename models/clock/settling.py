@@ -32,6 +32,7 @@ A recovery pass asks at most :data:`ASKS_PER_PASS` rows; the rest wait for the n
 """
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -139,9 +140,13 @@ _IN_DOUBT = (
 
 
 def settle_in_doubt(*, now: datetime, cutoff: datetime, policy: Policy, actor: Actor, secret_box: SecretBox,
-                    engine: Engine | None = None) -> dict[str, int]:
+                    delivery_of: Callable[..., Delivery], engine: Engine | None = None) -> dict[str, int]:
     """Recovery's question for rows left submitted past ``cutoff`` on channels that can be asked (see the module
-    docstring); returns how many were published, sent again, failed and left for the next pass."""
+    docstring); returns how many were published, sent again, failed and left for the next pass.
+
+    ``delivery_of(action, channel, secret)`` is the dispatch's own builder of a Delivery, so the question
+    is asked about exactly what was sent.
+    """
     counts = {"published": 0, "requeued": 0, "failed": 0, "left": 0}
     kinds = settling_kinds()
     if not kinds:
@@ -152,19 +157,17 @@ def settle_in_doubt(*, now: datetime, cutoff: datetime, policy: Policy, actor: A
                                                 Channel.kind.in_(kinds)).limit(ASKS_PER_PASS)).all()
         session.expunge_all()
     for action, channel in stuck:
-        answer = _ask(action, channel, now=now, policy=policy, secret_box=secret_box)
+        answer = _ask(action, channel, now=now, policy=policy, secret_box=secret_box, delivery_of=delivery_of)
         with write_session(engine) as session:
             counts[_decide_in(session, action, channel, answer, now=now, cutoff=cutoff, actor=actor)] += 1
     return counts
 
 
-def _ask(action: ScheduledAction, channel: Channel, *, now: datetime, policy: Policy,
-         secret_box: SecretBox) -> SendResult | None:
+def _ask(action: ScheduledAction, channel: Channel, *, now: datetime, policy: Policy, secret_box: SecretBox,
+         delivery_of: Callable[..., Delivery]) -> SendResult | None:
     """The provider's answer for a row in doubt, with no transaction open; None when it cannot tell."""
-    from models.clock.dispatch import _delivery_with  # the one place a Delivery is built
-
     try:
-        delivery = _delivery_with(action, channel, channel.secret(secret_box))
+        delivery = delivery_of(action, channel, channel.secret(secret_box))
     except SecretUnreadable:
         return None
     context = SendContext(now=now, timeout=policy.provider_timeout.total_seconds(),
@@ -193,9 +196,15 @@ def _decide_in(session, action: ScheduledAction, channel: Channel, answer: SendR
                                  actor=actor, message=f"{since}; asked: {answer.asked or answer.message}; "
                                                       "sent again under the same key")
         return "requeued" if moved.ok else "left"
-    if now - action.submitted_at < settle_delay(channel.kind):
+    delay = settle_delay(channel.kind)
+    if now - action.submitted_at < delay:
         return "left"
-    moved = lifecycle.fail(session, action.id, code=FailureCode.OUTCOME_UNKNOWN, submitted_before=cutoff, now=now,
-                           actor=actor, message=(f"outcome unknown: {since}; {name} was asked and could not confirm "
-                                                 f"the send; check {name} before retrying"))
+    if delay:  # asked for as long as its answers may lag, and still not found
+        moved = lifecycle.fail(session, action.id, code=FailureCode.OUTCOME_UNKNOWN, submitted_before=cutoff, now=now,
+                               actor=actor, message=(f"outcome unknown: {since}; {name} was asked and has no record "
+                                                     f"of it {_minutes(delay)} after; check {name} before retrying"))
+    else:  # the question got no answer: today's rule for a lost worker
+        moved = lifecycle.fail(session, action.id, code=FailureCode.WORKER_LOST, submitted_before=cutoff, now=now,
+                               actor=actor, message=(f"worker lost; outcome unknown: {since}; asking {name} got no "
+                                                     "answer"))
     return "failed" if moved.ok else "left"

@@ -55,7 +55,7 @@ from models.clock import rollup, settling
 from models.clock.runs import HAND_OVER_TAKEN, run_recorded
 from models.clock.tables import ClockRun
 from models.core.database import read_session, write_session
-from models.clock.dispatch import DispatchContext, chunks, dispatch_actions, is_late, late_message
+from models.clock.dispatch import DispatchContext, _delivery_with, chunks, dispatch_actions, is_late, late_message
 from models.clock.pacing import current_hold_join, forget_stale_holds
 from models.core.hooks import Hooks
 from models.core.moves import Actor
@@ -184,7 +184,7 @@ def recover_lost_workers(*, now: datetime, policy: Policy, actor: Actor, engine:
     if secret_box is not None:
         asked_kinds = settling.settling_kinds()
         settled = settling.settle_in_doubt(now=now, cutoff=cutoff, policy=policy, actor=actor, secret_box=secret_box,
-                                           engine=engine)
+                                           delivery_of=_delivery_with, engine=engine)
         recovered += settled["published"] + settled["requeued"] + settled["failed"]
     while True:
         with read_session(engine) as session:

@@ -235,7 +235,7 @@ def _lose_the_worker(app, action_id: int, clock) -> None:
     clock.advance(minutes=1)
 
 
-@pytest.mark.parametrize("landed", [True, False])
+@pytest.mark.parametrize("landed", [True, False, None])
 def test_dead_worker_recovery_asks_bluesky_before_giving_up(app, pds, clock, landed):
     workspace_id = channel(app, pds)
     (action_id,) = add_actions(app, workspace_id, 1, payload={"text": "Fresh bread"})
@@ -243,11 +243,17 @@ def test_dead_worker_recovery_asks_bluesky_before_giving_up(app, pds, clock, lan
     _lose_the_worker(app, action_id, clock)
     if landed:  # the dead worker's create went through before it died
         pds.records[key] = ({"$type": "app.bsky.feed.post", "text": "Fresh bread"}, "bafyreifound")
+    if landed is None:  # the PDS cannot answer the question
+        pds.fail_next(GET, 503, "NotEnoughResources", "try later")
     summary = tick(app)
     after = row(app, action_id)
     assert summary["recovered"] == 1
     assert pds.named(GET)[0].args["rkey"] == key
-    if landed:
+    if landed is None:  # no answer: today's rule, failed for a person (a retry is safe: the key stays)
+        assert after.status == "failed" and after.failure_code == "worker_lost"
+        assert after.last_error.startswith("worker lost; outcome unknown") and "no answer" in after.last_error
+        assert pds.named(CREATE) == []
+    elif landed:
         assert after.status == "published" and after.provider_id == f"{pds.uri(key)} bafyreifound"
         assert pds.named(CREATE) == []
     else:  # never made: back to queued, and this very tick sends it under the same key
@@ -288,3 +294,13 @@ def test_an_ask_under_a_claim_that_is_no_longer_the_workers_changes_nothing(app,
     assert not stale.ok and stale.reason.value == "claim_lost"
     assert mine.ok and row(app, action_id).last_error == "asked: not yet"
     assert [(event.from_status, event.to_status) for event in events(app, action_id)][-1:] == [("submitted", "submitted")]
+
+
+
+def test_a_pds_the_egress_policy_refuses_fails_the_row_and_sends_nothing(app, pds):
+    workspace_id = make_channel(app, "bluesky", {"url": "http://10.255.255.1", "handle": pds.handle}, pds.password)
+    (action_id,) = add_actions(app, workspace_id, 1, payload={"text": "Fresh bread"})
+    tick(app)
+    after = row(app, action_id)
+    assert after.status == "failed" and after.failure_code == "permanent"
+    assert "not allowed" in after.last_error and pds.calls == []

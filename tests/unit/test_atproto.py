@@ -73,3 +73,18 @@ def test_bluesky_text_is_held_to_300_graphemes_and_3000_utf8_bytes():
 def test_the_provider_id_holds_the_records_uri_and_cid():
     assert bluesky.record_ref("at://did:plc:x/app.bsky.feed.post/3l2 bafyrei1") == (
         "at://did:plc:x/app.bsky.feed.post/3l2", "bafyrei1")
+
+
+@pytest.mark.parametrize("settings,words", [
+    ("url = https://bsky.social", "needs the account's handle"),
+    ("handle = @acme.bsky.social", "without the @"),
+    ("handle = acme.bsky.social\nurl = http://10.0.0.7", "not allowed"),
+])
+def test_a_bluesky_channel_is_refused_without_a_handle_or_with_a_refused_pds(settings, words):
+    from models.channels.operations import validate_channel
+    from models.core.errors import InvalidInput
+    from webapp.views.channels import parse_settings
+
+    with pytest.raises(InvalidInput) as refused:
+        validate_channel("sky", "bluesky", parse_settings(settings))
+    assert words in str(refused.value)

@@ -51,9 +51,10 @@ import httpx
 
 from models.channels.providers import http
 from models.channels.providers.accepts import JPEG, PNG, UPLOAD, WEBP, Accepts, ImageRule, MediaRules, TextRule
-from models.channels.providers.atproto import facets_of, links_in, mentioned_handles, tid_for
+from models.channels.providers.atproto import facets_of, is_handle, links_in, tid_for
 from models.channels.providers.base import Delivery, SendContext, SendOutcome, SendResult, payload_text
-from models.core.egress import shown_text
+from models.core.egress import check_url, shown_text
+from models.core.errors import InvalidInput
 from models.timing.backoff import MAX_RETRY_AFTER, parse_retry_after
 
 kind = "bluesky"
@@ -69,6 +70,16 @@ accepts = Accepts(
                      image=ImageRule(formats=frozenset({JPEG, PNG, WEBP}), max_bytes=IMAGE_BYTES, may_prepare=True)),
 )
 WHAT = "Bluesky"
+
+
+def validate_config(config: dict) -> None:
+    """A channel needs the account's handle; a PDS url, when set, must be one the egress policy allows."""
+    handle = config.get("handle")
+    if not isinstance(handle, str) or not is_handle(handle):
+        raise InvalidInput("A bluesky channel needs the account's handle, such as handle = acme.bsky.social "
+                           "(without the @).", field="settings")
+    if "url" in config:
+        check_url(config["url"], field="url")
 
 
 def record_ref(provider_id: str) -> tuple[str, str]:
