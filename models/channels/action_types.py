@@ -5,7 +5,7 @@ whose action type its channel does not send is refused.
 |--------------------|-----------------------------------------------------------------------|
 | smtp, postmark     | ``send_email``                                                        |
 | twilio             | ``send_sms``                                                          |
-| mastodon           | ``publish_post``                                                      |
+| mastodon, bluesky  | ``publish_post``                                                      |
 | log, webhook       | what the ``sends`` setting lists (``sends = publish_post``); else ``send_sms`` when ``address = phone``; else all three |
 """
 
@@ -13,7 +13,7 @@ from models.channels.tables import Channel
 
 ACTION_TYPES = ("publish_post", "send_email", "send_sms")
 BY_KIND = {"smtp": ("send_email",), "postmark": ("send_email",), "twilio": ("send_sms",),
-           "mastodon": ("publish_post",)}
+           "mastodon": ("publish_post",), "bluesky": ("publish_post",)}
 SENDS_SETTING = "sends"
 
 

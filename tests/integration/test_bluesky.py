@@ -304,3 +304,17 @@ def test_a_pds_the_egress_policy_refuses_fails_the_row_and_sends_nothing(app, pd
     after = row(app, action_id)
     assert after.status == "failed" and after.failure_code == "permanent"
     assert "not allowed" in after.last_error and pds.calls == []
+
+
+def test_a_channels_test_send_signs_in_and_posts_nothing(app, pds):
+    from models.channels.providers import Delivery, SendContext, send_alone
+    from models.channels.providers.http import http_client
+
+    with app.app_context():
+        now = runtime().now()
+        delivery = Delivery(action_id=None, workspace_id=1, channel_id=1, channel_name="sky", action_type="test_send",
+                            target_key="test", payload={"body": "A test message from Tickwork."}, publish_at=now,
+                            attempt=1, config={"url": pds.url, "handle": pds.handle}, secret=pds.password)
+        result = send_alone("bluesky", delivery, SendContext(now=now, timeout=1, http=http_client()))
+    assert result.outcome.value == "success" and "nothing was posted" in result.message
+    assert [call.nsid for call in pds.calls] == [SESSION] and pds.records == {}

@@ -293,6 +293,8 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
     text = payload_text(delivery.payload, "text", "status", "body") or ""
     if not config.get("handle") or not delivery.secret:
         return SendResult(SendOutcome.NOT_SENT, "the bluesky channel needs the account's handle and an app password")
+    if delivery.action_id is None:
+        return _check_credentials(delivery, context)
     if not text and not delivery.media:
         return SendResult(SendOutcome.NOT_SENT, "the payload has no 'text', 'status' or 'body' and no images to post")
     try:
@@ -320,6 +322,16 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
         if found is not None and found.outcome is SendOutcome.SUCCESS:
             return found
     return refused
+
+
+def _check_credentials(delivery: Delivery, context: SendContext) -> SendResult:
+    """A channel's test send: Bluesky has no drafts or private posts, so it signs in and posts nothing."""
+    try:
+        session = _sign_in(delivery, context)
+    except _Refused as refused:
+        return refused.result
+    return SendResult.success(session.did, f"signed in as {delivery.config.get('handle')} ({session.did}); Bluesky "
+                                           "has no private posts, so nothing was posted")
 
 
 def _provider_id(body: dict) -> str:
