@@ -318,3 +318,20 @@ def test_a_channels_test_send_signs_in_and_posts_nothing(app, pds):
         result = send_alone("bluesky", delivery, SendContext(now=now, timeout=1, http=http_client()))
     assert result.outcome.value == "success" and "nothing was posted" in result.message
     assert [call.nsid for call in pds.calls] == [SESSION] and pds.records == {}
+
+
+@pytest.mark.parametrize("text,rule", [
+    ("a" * 301, "text.graphemes"),
+    ("👩‍👩‍👧‍👦" * 121, "text.utf8_bytes"),  # 121 graphemes, 3,025 bytes
+])
+def test_a_post_too_long_for_bluesky_is_refused_at_save_naming_the_rule(app, client, world, pds, text, rule):
+    from models.channels.tables import Channel
+
+    with app.app_context(), write_session() as session:
+        session.add(Channel(workspace_id=world.workspace_id, name="sky", kind="bluesky", created_at=runtime().now(),
+                            config={"url": pds.url, "handle": pds.handle}))
+    answer = client.post("/api/v1/posts", headers=world.auth("marketer"), json={
+        "body": text, "targets": ["sky"], "local_time": "2026-06-01T10:00"})
+    assert answer.status_code == 422, answer.json
+    error = answer.json["error"]
+    assert error["code"] == "too_long" and error["rule"] == rule and error["channel"] == "sky"
