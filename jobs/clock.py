@@ -24,7 +24,8 @@ from models.core.runtime import runtime
 def tick_once(inline: bool | None = None) -> dict:
     """One scheduler tick: recover, sweep misfires, dispatch everything due (see models.ticks)."""
     rt = runtime()
-    return run_tick(clock=rt.clock, policy=rt.policy, dispatcher=current_dispatcher(inline), hooks=rt.hooks)
+    return run_tick(clock=rt.clock, policy=rt.policy, dispatcher=current_dispatcher(inline), hooks=rt.hooks,
+                    secret_box=rt.secret_box)
 
 
 def reconcile_once() -> dict:
@@ -47,7 +48,7 @@ def forget_keys_once() -> dict:
 def recover_once() -> dict:
     """Only dead-worker recovery (the tick runs it first anyway)."""
     rt = runtime()
-    return run_recovery(clock=rt.clock, policy=rt.policy)
+    return run_recovery(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box)
 
 
 def expand_once() -> dict:

@@ -42,12 +42,14 @@ def create_app(test_config: dict | None = None) -> Flask:
     from models import wings  # every table on the metadata, before anything uses it
     from models.core import egress, runtime
     from models.core.database import configure_engine, db
+    from models.channels.providers import postmark
     from models.core.secrets_box import SecretBox
     from models.media import settings as media_settings
     from webapp import access_log, api, assets, auth, cli, errors, limits, pages, public, uploads, watchdog
     from webapp.extensions import csrf, migrate
 
     egress.configure(app.config["TICKWORK_EGRESS_ALLOW"])
+    postmark.configure(app.config["TICKWORK_POSTMARK_SETTLE_MINUTES"])
     media_settings.configure(media_settings.MediaSettings(
         root=Path(app.config["TICKWORK_MEDIA_DIR"]), image_max_bytes=app.config["TICKWORK_MEDIA_MAX_IMAGE_BYTES"],
         gif_max_bytes=app.config["TICKWORK_MEDIA_MAX_GIF_BYTES"], video_max_bytes=app.config["TICKWORK_MEDIA_MAX_VIDEO_BYTES"],

@@ -60,6 +60,9 @@ def default_settings(instance_path: str) -> dict:
         "TICKWORK_FEED_RATE_LIMIT": os.environ.get("TICKWORK_FEED_RATE_LIMIT") or "60 per hour",
         # A signed-in session unused this long (whole minutes) has ended: the next request signs in again.
         "TICKWORK_SESSION_IDLE_MINUTES": os.environ.get("TICKWORK_SESSION_IDLE_MINUTES") or 60,
+        # How long Postmark's outbound search may lag behind a send (whole minutes): an unknown outcome
+        # not found there is asked again until then, and failed for a person after.
+        "TICKWORK_POSTMARK_SETTLE_MINUTES": os.environ.get("TICKWORK_POSTMARK_SETTLE_MINUTES") or 5,
         # Retention: terminal actions older than this are archived, then pruned; clock runs,
         # outbox entries and heartbeats are pruned after their own ages (days, whole numbers).
         "TICKWORK_ARCHIVE_DIR": os.environ.get("TICKWORK_ARCHIVE_DIR") or str(instance),
@@ -95,6 +98,7 @@ def finish_settings(config: dict, instance_path: str) -> None:
     for name in MEDIA_SIZES:
         config[name] = check_bytes(name, config.get(name))
     config["TICKWORK_SESSION_IDLE_MINUTES"] = check_idle_minutes(config.get("TICKWORK_SESSION_IDLE_MINUTES"))
+    config["TICKWORK_POSTMARK_SETTLE_MINUTES"] = check_settle_minutes(config.get("TICKWORK_POSTMARK_SETTLE_MINUTES"))
     uri = config["SQLALCHEMY_DATABASE_URI"]
     check_database_url(uri)
     if uri.startswith("postgresql://") or uri.startswith("postgres://"):
@@ -152,6 +156,18 @@ def check_idle_minutes(value) -> int:
     if minutes < 1 or minutes > 525_600:
         raise ConfigurationError(f"TICKWORK_SESSION_IDLE_MINUTES {value!r}: expected a whole number of minutes from "
                                  "1 to 525600, such as 60")
+    return minutes
+
+
+def check_settle_minutes(value) -> int:
+    """TICKWORK_POSTMARK_SETTLE_MINUTES: a whole number of minutes, from 0 to a day."""
+    try:
+        minutes = int(str(value).strip())
+    except ValueError:
+        minutes = -1
+    if minutes < 0 or minutes > 1440:
+        raise ConfigurationError(f"TICKWORK_POSTMARK_SETTLE_MINUTES {value!r}: expected a whole number of minutes "
+                                 "from 0 to 1440, such as 5")
     return minutes
 
 

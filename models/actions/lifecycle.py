@@ -9,7 +9,8 @@
       │                                  │  ▲
       │                                  │  └──doubt── queued, submitted (after a restore)
       │                                  └──retry──▶ queued
-      └──cancel──▶ cancelled
+      └──cancel──▶ cancelled             ┌─ask─┐
+                                         submitted (its provider is being asked what became of the send)
 
 | move    | from                    | to         | guarded by                                           | stamps                                  |
 |---------|-------------------------|------------|------------------------------------------------------|-----------------------------------------|
@@ -22,6 +23,7 @@
 | retry   | failed                  | queued     | the workspace, attempts left                         | next_attempt_at = now; clears last_error |
 | hold    | queued                  | queued     | due now                                              | next_attempt_at = when the channel has room; the lateness carried (``action_holds``); not an attempt |
 | doubt   | queued (due by now), submitted | failed | a restore from a backup, before anything runs on it | failure_code outcome_unknown, last_error, finished_at |
+| ask     | submitted               | submitted  | claim token                                          | last_error: what is unknown and what asking the provider found (models.clock.settling); not an attempt |
 
 ``doubt`` is the restore's move: a row still active in a backup may have gone out after the
 backup was taken, by the life that is being rolled back, so it is failed as "outcome
@@ -73,7 +75,8 @@ NOW = bindparam("now", type_=UTCDateTime())
 
 
 class Move(str, enum.Enum):
-    """The nine ways a row may move: eight change its status, ``hold`` keeps it queued for later."""
+    """The ten ways a row may move: eight change its status, ``hold`` keeps it queued for later and ``ask``
+    keeps it submitted while its provider is asked whether the send landed."""
 
     CLAIM = "claim"
     PUBLISH = "publish"
@@ -84,6 +87,7 @@ class Move(str, enum.Enum):
     RETRY = "retry"
     HOLD = "hold"
     DOUBT = "doubt"
+    ASK = "ask"
 
 
 # The table above, as data: each statement below takes its source and target from here.
@@ -97,6 +101,7 @@ ALLOWED_MOVES: dict[Move, tuple[frozenset[Status], Status]] = {
     Move.RETRY: (frozenset({Status.FAILED}), Status.QUEUED),
     Move.HOLD: (frozenset({Status.QUEUED}), Status.QUEUED),
     Move.DOUBT: (frozenset({Status.QUEUED, Status.SUBMITTED}), Status.FAILED),
+    Move.ASK: (frozenset({Status.SUBMITTED}), Status.SUBMITTED),
 }
 
 
@@ -146,7 +151,7 @@ CLAIM_BATCH = _statement(Move.CLAIM, Status.QUEUED, due_by(NOW), _ATTEMPTS_LEFT,
                          attempt_count=_c.attempt_count + 1, claim_token=_ROW_TOKEN, submitted_at=NOW)
 # What a send needs of a claimed row; the rest of it was in the look.
 CLAIMED_COLUMNS = (_c.id, _c.workspace_id, _c.channel_id, _c.action_type, _c.thing_id, _c.target_key, _c.payload,
-                   _c.publish_at, _c.attempt_count, _c.claim_token, _c.origin, _c.status)
+                   _c.publish_at, _c.attempt_count, _c.claim_token, _c.origin, _c.status, _c.created_at)
 CLAIM_BATCH = CLAIM_BATCH.returning(*CLAIMED_COLUMNS)
 
 
@@ -209,6 +214,8 @@ HOLD = _statement(Move.HOLD, Status.QUEUED, due_by(NOW),
 DOUBT_QUEUED = _statement(Move.DOUBT, Status.QUEUED, due_by(NOW), which=true(), **_FAILED).returning(_c.id)
 
 DOUBT_SUBMITTED = _statement(Move.DOUBT, Status.SUBMITTED, which=true(), **_FAILED).returning(_c.id)
+# Not an attempt either: the claim stays the worker's; only what is known of the send is written.
+ASK = _statement(Move.ASK, Status.SUBMITTED, _TOKEN, last_error=bindparam("message")).returning(*_c)
 
 _EVENT = insert(ActionEvent.__table__)
 _FORGET_HOLD = delete(ActionHold.__table__).where(ActionHold.__table__.c.action_id == bindparam("action_id"))
@@ -454,6 +461,15 @@ def revert(session: Session, action_id: int, *, claim_token: str, next_attempt_a
     return _moved_or_refused(session, row, Status.SUBMITTED, Status.QUEUED, action_id=action_id, now=now,
                              actor=actor, reason=f"{message}; next attempt at {next_attempt_at.isoformat()}",
                              otherwise=Refusal.CLAIM_LOST)
+
+
+def ask(session: Session, action_id: int, *, claim_token: str, message: str, now: datetime, actor: Actor) -> Outcome:
+    """submitted → submitted: the send's outcome is unknown and its provider is asked (what it found, or that it
+    is asked again later, is the event's reason and ``last_error``); the claim and the attempt count stay."""
+    params = {"action_id": action_id, "held_token": claim_token, "message": message, "now": now}
+    row = session.execute(ASK, params).one_or_none()
+    return _moved_or_refused(session, row, Status.SUBMITTED, Status.SUBMITTED, action_id=action_id, now=now,
+                             actor=actor, reason=message, otherwise=Refusal.CLAIM_LOST)
 
 
 MISSABLE = (FailureCode.MISSED_WINDOW, FailureCode.DUPLICATE_OF_PUBLISHED, FailureCode.ATTEMPTS_EXHAUSTED,

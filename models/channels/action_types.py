@@ -5,7 +5,7 @@ whose action type its channel does not send is refused.
 |--------------------|-----------------------------------------------------------------------|
 | smtp, postmark     | ``send_email``                                                        |
 | twilio             | ``send_sms``                                                          |
-| the social networks (mastodon, x, linkedin, threads, facebook, instagram, ...) | ``publish_post`` |
+| the social networks (mastodon, bluesky, x, linkedin, threads, facebook, instagram, ...) | ``publish_post`` |
 | log, webhook       | what the ``sends`` setting lists (``sends = publish_post``); else ``send_sms`` when ``address = phone``; else all three |
 """
 
@@ -14,7 +14,8 @@ from models.channels.tables import Channel
 ACTION_TYPES = ("publish_post", "send_email", "send_sms")
 BY_KIND = {"smtp": ("send_email",), "postmark": ("send_email",), "twilio": ("send_sms",),
            "mastodon": ("publish_post",), "x": ("publish_post",), "linkedin": ("publish_post",),
-           "threads": ("publish_post",), "facebook": ("publish_post",), "instagram": ("publish_post",)}
+           "threads": ("publish_post",), "facebook": ("publish_post",), "instagram": ("publish_post",),
+           "bluesky": ("publish_post",)}
 SENDS_SETTING = "sends"
 
 

@@ -78,6 +78,7 @@ DEFAULT_LIMITS: dict[str, ChannelLimits] = {
     "x": ChannelLimits(rate=Rate(6, timedelta(minutes=1))),
     "threads": ChannelLimits(rate=Rate(250, timedelta(hours=24))),
     "instagram": ChannelLimits(rate=Rate(100, timedelta(hours=24))),
+    "bluesky": ChannelLimits(rate=Rate(8, timedelta(minutes=1))),
 }
 
 

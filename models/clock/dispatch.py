@@ -51,7 +51,7 @@ about to start; a local chunk's transaction is all or nothing, so none. docs/arc
 | success                 | published, with the provider's id                                       |
 | not sent / retry later  | reverted to queued, next attempt backed off (Retry-After honoured, and the channel paused for everyone until then); failed attempts_exhausted once the budget is spent |
 | permanent               | failed permanent, with the provider's words                             |
-| unknown                 | failed outcome_unknown; retried with the same key if the provider honours one |
+| unknown                 | asked of a provider that can be asked (models.clock.settling) first; then failed outcome_unknown, or retried with the same key if the provider honours one, or left submitted for recovery to ask again if the provider's answers lag |
 | no room on the channel  | (before any claim) held: still queued, due when the channel has room; not an attempt, not lateness |
 
 Only the worker whose claim flipped the row talks to the provider, so a row is handed to
@@ -77,7 +77,7 @@ from models.timing.backoff import backoff_delay
 from models.timing.clock import Clock
 from models.channels.limits import limits_for
 from models.channels.tables import Channel, ChannelThrottle
-from models.clock import pacing
+from models.clock import pacing, settling
 from models.core.database import read_session, write_session
 from models.actions.guard import PublishGuardViolation
 from models.core.moves import Actor, Refusal
@@ -102,6 +102,7 @@ class DispatchOutcome:
     MISSED = "missed"  # failed before any claim: reason missed_window / duplicate_of_published / attempts_exhausted
     SKIPPED = "skipped"  # nothing done: reason not_found / cancelled / submitted / published / failed / not_due / draining
     HELD = "held"  # still queued, due again when its channel has room: reason rate / concurrency / paused
+    ASKING = "asking"  # still submitted, outcome unknown: its provider is asked again by recovery (models.clock.settling)
     STOPPED = "stopped"  # cancelled instead of claimed: a wing's pre-send check said no (reason: the cancel kind)
     ERROR = "error"  # not touched: the database refused its delivery; still queued for the next tick
 
@@ -720,14 +721,16 @@ def _record_sent(done: list[tuple[tuple, Future]], context: DispatchContext, act
 def _record_all_in(session, outcomes: list, context: DispatchContext, actor: Actor) -> dict[int, DispatchResult]:
     now = context.clock.now()
     results: dict[int, DispatchResult] = {}
-    successes = [(action, result) for action, _, result in outcomes if result.outcome is SendOutcome.SUCCESS]
+    # A success found by asking goes through _record_in, which writes what asking found before the publish.
+    successes = [(action, result) for action, _, result in outcomes
+                 if result.outcome is SendOutcome.SUCCESS and not result.asked]
     published = lifecycle.publish_batch(session, [(action.id, action.claim_token, result.provider_id)
                                                   for action, result in successes], now=now, actor=actor)
     for action_id, moved in published.items():
         results[action_id] = (DispatchResult(action_id, DispatchOutcome.PUBLISHED) if moved is None
                               else _result(action_id, moved, DispatchOutcome.PUBLISHED))
     for action, kind, result in outcomes:
-        if result.outcome is not SendOutcome.SUCCESS:
+        if result.outcome is not SendOutcome.SUCCESS or result.asked:
             results[action.id] = _record_in(session, action, kind, result, context.policy, actor, now)
     return results
 
@@ -981,7 +984,7 @@ def _delivery_with(action, channel: Channel, secret: str | None) -> Delivery:
         action_id=action.id, workspace_id=action.workspace_id, channel_id=channel.id, channel_name=channel.name,
         action_type=action.action_type, target_key=action.target_key, payload=action.payload,
         publish_at=action.publish_at, attempt=action.attempt_count, config=dict(channel.config or {}),
-        secret=secret,
+        secret=secret, created_at=getattr(action, "created_at", None),
     )
 
 
@@ -1017,10 +1020,12 @@ def _call(provider, delivery: Delivery, channel: Channel, context: DispatchConte
     send_context = SendContext(now=context.clock.now(), timeout=context.policy.provider_timeout.total_seconds(),
                                http=http, sleep=context.sleep)
     try:
-        return provider.send(delivery, send_context)
+        result = provider.send(delivery, send_context)
     except Exception as exc:  # a fault in a provider module: we cannot tell whether it sent
         log.exception("provider %s raised on action %s", channel.kind, delivery.action_id)
-        return SendResult(SendOutcome.UNKNOWN, f"the {channel.kind} provider failed unexpectedly: {type(exc).__name__}: {exc}")
+        result = SendResult(SendOutcome.UNKNOWN, f"the {channel.kind} provider failed unexpectedly: {type(exc).__name__}: {exc}")
+    # A provider that can be asked is asked before an unknown outcome is recorded (models.clock.settling).
+    return settling.ask_after_send(provider, delivery, send_context, result)
 
 
 def record_outcome(
@@ -1036,6 +1041,10 @@ def _record_in(session, action: ScheduledAction, channel_kind: str, result: Send
     """In the caller's write transaction: the move the provider's outcome calls for, with the claim token."""
     token = action.claim_token
     retry_with_key = result.outcome is SendOutcome.UNKNOWN and _honours_idempotency_key(channel_kind)
+    settling.record_asked_in(session, action, result, now=now, actor=actor)
+    if result.outcome is SendOutcome.UNKNOWN and not retry_with_key and settling.leaves_for_later(channel_kind):
+        moved = settling.leave_for_later_in(session, action, channel_kind, result, now=now, actor=actor)
+        return _result(action.id, moved, DispatchOutcome.ASKING, result.outcome.value)
     if result.outcome is SendOutcome.SUCCESS:
         moved = lifecycle.publish(session, action.id, claim_token=token, provider_id=result.provider_id,
                                   now=now, actor=actor)

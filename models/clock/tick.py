@@ -4,7 +4,8 @@ One pass, in this order, each step in short transactions of its own:
 
 1. **Recovery.** A row left ``submitted`` longer than ``policy.recovery_timeout`` belongs
    to a dead worker: it becomes ``failed`` (``worker_lost``; outcome unknown). It is never
-   re-sent; an operator decides.
+   re-sent; an operator decides. A row whose provider can be asked what became of the send
+   (Bluesky, Postmark) is asked first and settled by the answer (:mod:`models.clock.settling`).
 2. **Misfire.** A queued row later than its action type allows (measured from
    ``next_attempt_at`` when set, else ``publish_at``; for a row its channel's limit holds
    back, without the time held) becomes ``failed`` (``missed_window``) without a send.
@@ -49,15 +50,17 @@ from sqlalchemy.engine import Engine
 from models.actions import lifecycle
 from models.actions.tables import ActionHold, FailureCode, ScheduledAction, Status, queued_and_due_by
 from models.core.keyset import after as keyset_after
-from models.clock import rollup
+from models.channels.tables import Channel
+from models.clock import rollup, settling
 from models.clock.runs import HAND_OVER_TAKEN, run_recorded
 from models.clock.tables import ClockRun
 from models.core.database import read_session, write_session
-from models.clock.dispatch import DispatchContext, chunks, dispatch_actions, is_late, late_message
+from models.clock.dispatch import DispatchContext, _delivery_with, chunks, dispatch_actions, is_late, late_message
 from models.clock.pacing import current_hold_join, forget_stale_holds
 from models.core.hooks import Hooks
 from models.core.moves import Actor
 from models.core.policy import Policy
+from models.core.secrets_box import SecretBox
 from models.timing.clock import Clock
 
 TICK = "tick"
@@ -165,20 +168,31 @@ def sweep_misfires(*, now: datetime, policy: Policy, actor: Actor, engine: Engin
             return missed
 
 
-def recover_lost_workers(*, now: datetime, policy: Policy, actor: Actor, engine: Engine | None = None) -> int:
+def recover_lost_workers(*, now: datetime, policy: Policy, actor: Actor, engine: Engine | None = None,
+                         secret_box: SecretBox | None = None) -> int:
     """Fail every row left ``submitted`` past the recovery timeout (``worker_lost``); returns how many.
 
     The cut-off rides on each guarded UPDATE, so a worker that finishes meanwhile keeps
     its result; a worker that finishes later with a success still publishes (its claim
-    token matches).
+    token matches). With the ``secret_box``, rows of channels whose provider can be asked
+    what became of a send are asked first and settled by the answer instead
+    (:func:`models.clock.settling.settle_in_doubt`); they count as recovered.
     """
     cutoff = now - policy.recovery_timeout
     recovered = 0
+    asked_kinds: list[str] = []
+    if secret_box is not None:
+        asked_kinds = settling.settling_kinds()
+        settled = settling.settle_in_doubt(now=now, cutoff=cutoff, policy=policy, actor=actor, secret_box=secret_box,
+                                           delivery_of=_delivery_with, engine=engine)
+        recovered += settled["published"] + settled["requeued"] + settled["failed"]
     while True:
         with read_session(engine) as session:
             stuck = list(session.execute(
                 select(ScheduledAction.id, ScheduledAction.submitted_at)
-                .where(ScheduledAction.status == Status.SUBMITTED.value, ScheduledAction.submitted_at <= cutoff)
+                .where(ScheduledAction.status == Status.SUBMITTED.value, ScheduledAction.submitted_at <= cutoff,
+                       *([ScheduledAction.channel_id.not_in(select(Channel.id).where(Channel.kind.in_(asked_kinds)))]
+                         if asked_kinds else []))
                 .order_by(ScheduledAction.submitted_at, ScheduledAction.id)
                 .limit(_SWEEP_BATCH)
             ).all())
@@ -227,12 +241,12 @@ def earlier_hand_over(session, clock_run_id: int, now: datetime, policy: Policy
 
 
 def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Dispatcher, engine: Engine | None = None,
-              hooks: Hooks | None = None) -> dict:
+              hooks: Hooks | None = None, secret_box: SecretBox | None = None) -> dict:
     """The body of one tick (see the module docstring); returns its summary."""
     actor = Actor.job(TICK, clock_run_id)
     with read_session(engine) as session:
         backlog_at_start, _ = rollup.backlog(session, clock.now())
-    recovered = recover_lost_workers(now=clock.now(), policy=policy, actor=actor, engine=engine)
+    recovered = recover_lost_workers(now=clock.now(), policy=policy, actor=actor, engine=engine, secret_box=secret_box)
     missed = sweep_misfires(now=clock.now(), policy=policy, actor=actor, engine=engine,
                             exempt_origins=hooks.lateness_decided if hooks else ())
     started = time.monotonic()
@@ -298,7 +312,7 @@ def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Di
 
 
 def run_tick(*, clock: Clock, policy: Policy, dispatcher: Dispatcher, engine: Engine | None = None,
-             hooks: Hooks | None = None) -> dict:
+             hooks: Hooks | None = None, secret_box: SecretBox | None = None) -> dict:
     """Run one tick now, recorded as a ``tick`` clock run; returns its summary (with ``clock_run_id``).
 
     ``hooks`` tells the misfire sweep which origins' lateness their wing decides.
@@ -306,18 +320,20 @@ def run_tick(*, clock: Clock, policy: Policy, dispatcher: Dispatcher, engine: En
     return run_recorded(
         TICK,
         lambda run_id: tick_pass(run_id, clock=clock, policy=policy, dispatcher=dispatcher, engine=engine,
-                                 hooks=hooks),
+                                 hooks=hooks, secret_box=secret_box),
         clock=clock,
         engine=engine,
     )
 
 
-def run_recovery(*, clock: Clock, policy: Policy, engine: Engine | None = None) -> dict:
+def run_recovery(*, clock: Clock, policy: Policy, engine: Engine | None = None,
+                 secret_box: SecretBox | None = None) -> dict:
     """Only dead-worker recovery, recorded as a ``recover`` clock run (the tick also does it first)."""
     return run_recorded(
         RECOVER,
         lambda run_id: {"recovered": recover_lost_workers(now=clock.now(), policy=policy,
-                                                          actor=Actor.job(RECOVER, run_id), engine=engine)},
+                                                          actor=Actor.job(RECOVER, run_id), engine=engine,
+                                                          secret_box=secret_box)},
         clock=clock,
         engine=engine,
     )

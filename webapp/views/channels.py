@@ -11,6 +11,7 @@ from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput, NotFound
 from models.channels.providers import PROVIDERS, Delivery, SendContext, SendOutcome, send_alone, smtp
 from models.channels.providers.http import http_client
+from models.clock.settling import unknown_outcome_rule
 from models.core.runtime import runtime
 from webapp.views.context import is_htmx, render_page, require_role, viewer
 
@@ -38,6 +39,8 @@ SETTINGS_HINT = {
     "facebook": "# url = https://graph.facebook.com/v21.0\npage_id = 1234567890",
     "instagram": "# url = https://graph.instagram.com/v21.0\nig_user_id = me\n"
                  "# network_rate = 100/86400s    (read from Instagram when the channel is saved)",
+    "bluesky": "handle = acme.bsky.social\n# url = https://bsky.social    (the PDS)\n"
+               "# rate = 8/min    (default: 35,000 points a day, a post is 3)\n# secret: an app password",
 }
 LIMITS_HINT = ("rate = N/s or N/min, concurrency = N (sends in flight), across every consumer; "
                "none lifts a kind's default. A provider's Retry-After pauses the channel for every action.")
@@ -95,6 +98,7 @@ def _page(channel=None, *, error=None, status=200, result=None):
     history = channel_events(db.session, v.workspace.id, channel.id) if channel else []
     return render_page("channels/channels.html", v=v, channels=channels, editing=channel, values=values, error=error,
                        kinds=list(PROVIDERS), hints=SETTINGS_HINT, limits_hint=LIMITS_HINT,
+                       unknown_rules={kind: unknown_outcome_rule(kind) for kind in PROVIDERS},
                        result=result, unverified=unverified, history=history), status
 
 

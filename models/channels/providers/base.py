@@ -61,6 +61,9 @@ class Delivery:
     # is ``upload``: the bytes; ``url``: a signed link each): filled at send time; empty for a payload
     # without media or a provider that takes ids.
     media: tuple[MediaFile, ...] = ()
+    # When the row was created: stable across its attempts, so a provider may derive a key the far
+    # end de-duplicates on from it (Bluesky's record key).
+    created_at: datetime | None = None
 
     @property
     def idempotency_key(self) -> str:
@@ -77,6 +80,8 @@ class SendResult:
     # The network refused the channel's token as expired or revoked: the channel needs reconnecting
     # (the outcome is then PERMANENT; the dispatcher marks the channel "reconnect needed").
     reconnect_needed: bool = False
+    # What asking the provider about an unknown outcome found (``settle``): written in the row's events.
+    asked: str | None = None
 
     @classmethod
     def success(cls, provider_id: str | None, message: str = "accepted") -> "SendResult":
@@ -105,6 +110,12 @@ class Provider(Protocol):
     honours_idempotency_key: bool
 
     def send(self, delivery: Delivery, context: SendContext) -> SendResult: ...
+
+    # Optional: ``settle(delivery, context) -> SendResult | None`` answers "did my earlier attempt
+    # land?" after an unknown outcome: SUCCESS with the provider id (it did), NOT_SENT (it provably
+    # did not, and another attempt cannot make a second one), or None (the provider cannot tell yet).
+    # A provider whose answer may lag behind its sends declares ``settle_delay`` (a timedelta): until
+    # then "not found" means "ask again later". See models/clock/settling.py.
 
 
 class LocalProvider(Protocol):

@@ -70,6 +70,11 @@ def post(context: SendContext, url: str, **request) -> httpx.Response | SendResu
     return call(context, "POST", url, **request)
 
 
+def get(context: SendContext, url: str, **request) -> httpx.Response | SendResult:
+    """GET (a lookup, such as "did my earlier send land?"), or the outcome of a request that produced no response."""
+    return call(context, "GET", url, **request)
+
+
 def call(context: SendContext, method: str, url: str, **request) -> httpx.Response | SendResult:
     """Any method (a GET that polls, a PUT of an upload's bytes), answered as :func:`post` answers."""
     client = context.http
