@@ -10,7 +10,8 @@ Settings (one ``key = value`` per line in the channel form, keys of ``Channel.co
 Defaults follow what each provider documents (docs/operations.md cites the sources):
 ``twilio`` 1 message per second (a long code's rate; set ``rate`` for a toll-free number,
 a short code or a messaging service), ``mastodon`` 60 per minute (300 requests per 5 minutes
-per account). ``webhook``, ``smtp`` and ``postmark`` publish no fixed rate, so none is
+per account), ``discord`` 30 per minute (per webhook), ``slack`` 1 per second (per channel),
+``telegram`` 20 per minute (a group's limit; a private chat takes 1 per second). ``webhook``, ``smtp`` and ``postmark`` publish no fixed rate, so none is
 assumed; a ``429`` or ``503`` with ``Retry-After`` pauses any channel for everyone.
 ``log`` writes to our own database and takes no limits.
 """
@@ -65,6 +66,9 @@ NO_LIMITS = ChannelLimits()
 DEFAULT_LIMITS: dict[str, ChannelLimits] = {
     "twilio": ChannelLimits(rate=Rate(1, timedelta(seconds=1))),
     "mastodon": ChannelLimits(rate=Rate(60, timedelta(minutes=1))),
+    "discord": ChannelLimits(rate=Rate(30, timedelta(minutes=1))),  # 30 requests a minute per webhook
+    "slack": ChannelLimits(rate=Rate(1, timedelta(seconds=1))),  # chat.postMessage: about one a second per channel
+    "telegram": ChannelLimits(rate=Rate(20, timedelta(minutes=1))),  # 1/s to a chat, 20 a minute to a group
 }
 
 

@@ -24,11 +24,13 @@ from dataclasses import replace
 
 from models.core.database import write_session
 from models.channels.providers import log, mastodon, postmark, smtp, twilio, webhook
+from models.channels.providers import discord, slack, telegram
 from models.channels.providers.accepts import DEFAULT, Accepts
 from models.channels.providers.base import (Delivery, LocalProvider, MediaFile, Provider, SendContext, SendOutcome,
                                             SendResult)
 
 PROVIDERS: dict[str, Provider | LocalProvider] = {module.kind: module for module in (log, webhook, smtp, postmark, twilio, mastodon)}
+PROVIDERS.update({module.kind: module for module in (discord, slack, telegram)})  # the chat networks
 
 
 def provider_for(kind: str) -> Provider | LocalProvider:

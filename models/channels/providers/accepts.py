@@ -83,6 +83,9 @@ class MediaRules:
     alt_max: int | None = None  # characters of alt text per item
     video_alone: bool = True  # a video (or a GIF) is the post's only item
     delivery: str = UPLOAD
+    # On a network where a post with media carries its text as the media's caption, with a limit of its own
+    # (Telegram: 1,024 characters of caption against 4,096 of a message), the text must also meet this rule.
+    caption: TextRule | None = None
 
     def rule_for(self, kind: str):
         return {IMAGE: self.image, GIF: self.gif, VIDEO: self.video}.get(kind)
@@ -94,8 +97,13 @@ class Accepts:
 
     text: tuple[TextRule, ...] = (TextRule(10_000),)
     media: MediaRules | None = None
-    # A channel's config may lower the first text rule's limit with this key (never raise it).
+    # A channel's config may lower the first text rule's limit with this key (never raise it)...
     config_limit: str = "max_length"
+    # ...unless the setting is the network's own answer (a Mastodon instance's limit, read when the channel
+    # is saved), which may raise it as well.
+    config_limit_may_raise: bool = False
+    # A channel's config may lower the media rules' ``max_items`` with this key.
+    config_media_limit: str = "max_media_attachments"
 
 
 # Kinds whose module declares nothing: text up to 10,000 characters, media only named by id.
@@ -130,9 +138,21 @@ def text_rules(accepts: Accepts, config: dict | None) -> tuple[TextRule, ...]:
     """The declaration's text rules, the first lowered by the channel's ``config_limit`` setting if it sets one."""
     rules = accepts.text
     configured = (config or {}).get(accepts.config_limit)
-    if rules and isinstance(configured, int) and not isinstance(configured, bool) and 0 < configured < rules[0].limit:
+    if (rules and _whole(configured) and 0 < configured != rules[0].limit
+            and (configured < rules[0].limit or accepts.config_limit_may_raise)):
         rules = (TextRule(configured, rules[0].counted_as), *rules[1:])
     return rules
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def max_items(accepts: Accepts, config: dict | None) -> int:
+    """How many media items a post may have on a channel: the declaration's, lowered by the channel's setting."""
+    declared = accepts.media.max_items if accepts.media is not None else 0
+    configured = (config or {}).get(accepts.config_media_limit)
+    return configured if _whole(configured) and 0 < configured < declared else declared
 
 
 @dataclass(frozen=True)
@@ -164,8 +184,9 @@ def text_breaks(accepts: Accepts, config: dict | None, text: str) -> Broken | No
     return None
 
 
-def media_breaks(accepts: Accepts, items: list[MediaFacts]) -> Broken | None:
-    """The first media rule ``items`` break on this network, or None.
+def media_breaks(accepts: Accepts, items: list[MediaFacts], text: str | None = None,
+                 config: dict | None = None) -> Broken | None:
+    """The first media rule ``items`` break on this network (with ``text`` as their caption, if given), or None.
 
     An image rule the network lets Tickwork meet by preparing the image (bytes, sides,
     format) is not broken: the send prepares it. Aspect ratio and alt text are never fixed.
@@ -175,8 +196,15 @@ def media_breaks(accepts: Accepts, items: list[MediaFacts]) -> Broken | None:
     rules = accepts.media
     if rules is None:
         return Broken("media.none", "this channel takes no media")
-    if len(items) > rules.max_items:
-        return Broken("media.count", f"{len(items)} media items; at most {rules.max_items}")
+    most = max_items(accepts, config)
+    if len(items) > most:
+        return Broken("media.count", f"{len(items)} media items; at most {most}")
+    if text is not None and rules.caption is not None:
+        used = rules.caption.count(text)
+        if used > rules.caption.limit:
+            return Broken(f"caption.{rules.caption.counted_as}",
+                          f"with media the text is their caption: {used:,} {rules.caption.unit}; "
+                          f"at most {rules.caption.limit:,}")
     if rules.video_alone and len(items) > 1 and any(item.kind in (VIDEO, GIF) for item in items):
         return Broken("media.video_alone", "a video or a GIF must be the post's only media item")
     for number, item in enumerate(items, 1):
@@ -231,4 +259,4 @@ def _image_breaks(rule: ImageRule, item: MediaFacts) -> Broken | None:
 
 
 __all__ = ["Accepts", "Broken", "Count", "DEFAULT", "ImageRule", "MediaFacts", "MediaRules", "TextRule", "VideoRule",
-           "media_breaks", "text_breaks", "text_counts", "text_rules"]
+           "max_items", "media_breaks", "text_breaks", "text_counts", "text_rules"]

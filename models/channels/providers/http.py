@@ -67,9 +67,14 @@ def post(context: SendContext, url: str, **request) -> httpx.Response | SendResu
     A connection that never opened (refused, DNS, connect timeout) sent nothing; one that
     broke or timed out after the request went out may have been acted on.
     """
+    return call(context, "POST", url, **request)
+
+
+def call(context: SendContext, method: str, url: str, **request) -> httpx.Response | SendResult:
+    """Any request (a GET that polls, a POST of an upload), or the outcome of one that produced no response, as :func:`post`."""
     client = context.http
     try:
-        return client.post(url, timeout=context.timeout, **request)
+        return client.request(method, url, timeout=context.timeout, **request)
     except DestinationRefused as refused:
         return SendResult(SendOutcome.PERMANENT, f"{refused}; nothing was sent")
     except (httpx.UnsupportedProtocol, httpx.InvalidURL):
