@@ -71,7 +71,8 @@ def media_ids(media) -> list[int]:
     return ids
 
 
-def check_media(session: Session, workspace_id: int, media, channels: list[Channel], body: str | None = None) -> list[int]:
+def check_media(session: Session, workspace_id: int, media, channels: list[Channel],
+                body: str | None = None) -> list[int]:
     """The post's media ids, if each is in the library and every target takes them as its provider declares.
 
     A rule broken on one target is a 422 on ``media`` naming the channel and the rule

@@ -31,6 +31,14 @@ SETTINGS_HINT = {
               "# rate = 1/s    (default: a long code's 1/s; 3/s toll-free, more for short codes)",
     "mastodon": "url = https://mastodon.example\nvisibility = public\n"
                 "# rate = 60/min    (default: 300 requests per 5 minutes per account)",
+    "discord": "# the webhook's URL without its token: the token is the secret\n"
+               "url = https://discord.com/api/webhooks/ID\n"
+               "# allowed_mentions = users, roles    (default: a post pings nobody)\n"
+               "# rate = 30/min    (default: a webhook's 30 requests a minute)",
+    "slack": "channel = C0123456789\n# unfurl_links = false\n"
+             "# rate = 1/s    (default: chat.postMessage's 1/s per channel)",
+    "telegram": "chat_id = -1001234567890\n# chat_id = @channelname    (a public channel)\n"
+                "# rate = 1/s    (default: 20/min, a group's limit; 1/s for a private chat)",
 }
 LIMITS_HINT = ("rate = N/s or N/min, concurrency = N (sends in flight), across every consumer; "
                "none lifts a kind's default. A provider's Retry-After pauses the channel for every action.")

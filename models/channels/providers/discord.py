@@ -53,10 +53,18 @@ def validate_config(config: dict) -> None:
         raise InvalidInput("Give the discord webhook's URL without its token (…/webhooks/ID); the token is the "
                            "channel's secret.", field="url")
     check_url(url, field="url")
-    mentions = config.get("allowed_mentions", [])
-    if not isinstance(mentions, list) or any(item not in MENTIONS for item in mentions):
+    mentions = allowed_mentions(config)
+    if mentions is None or any(item not in MENTIONS for item in mentions):
         raise InvalidInput(f"allowed_mentions lists the mentions a post may ping: {', '.join(MENTIONS)}.",
                            field="settings")
+
+
+def allowed_mentions(config: dict) -> list[str] | None:
+    """The mentions a post may ping: a list, or the dashboard's comma-separated text; None when neither."""
+    mentions = config.get("allowed_mentions", [])
+    if isinstance(mentions, str):
+        mentions = [item.strip() for item in mentions.split(",") if item.strip()]
+    return mentions if isinstance(mentions, list) else None
 
 
 def send(delivery: Delivery, context: SendContext) -> SendResult:
@@ -67,7 +75,7 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
         return SendResult(SendOutcome.NOT_SENT, "the discord channel needs its webhook url and the webhook's token")
     if not content and not delivery.media:
         return SendResult(SendOutcome.NOT_SENT, "the payload has no 'content', 'text' or 'body' to post")
-    message = {"allowed_mentions": {"parse": list(config.get("allowed_mentions") or [])}}
+    message = {"allowed_mentions": {"parse": allowed_mentions(config) or []}}
     if content:
         message["content"] = content
     url = f"{config['url'].rstrip('/')}/{delivery.secret}"
@@ -105,7 +113,8 @@ def outcome_of(response: httpx.Response, context: SendContext) -> SendResult | N
 
 
 def _retry_after(response: httpx.Response) -> timedelta | None:
-    """The longest wait Discord asks for: the body's ``retry_after``, ``X-RateLimit-Reset-After`` or ``Retry-After`` (seconds)."""
+    """The longest wait Discord asks for, in seconds: the body's ``retry_after``, ``X-RateLimit-Reset-After``
+    or ``Retry-After``."""
     waits = []
     try:
         body = response.json()

@@ -108,7 +108,8 @@ def _upload(base: str, auth: dict, item: MediaFile, number: int, context: SendCo
 
 
 def _until_processed(base: str, auth: dict, media_id: str, what: str, context: SendContext) -> str | SendResult:
-    """Ask about a media item the instance is still processing until it is ready, within ``context.timeout`` of waits."""
+    """Ask about a media item the instance is still processing until it is ready, within ``context.timeout``
+    of waits in all."""
     waited, delay = 0.0, FIRST_POLL
     while waited < context.timeout:
         pause = min(delay, context.timeout - waited)
