@@ -61,7 +61,11 @@ def test_a_post_with_images_uploads_them_then_posts_then_shares_them_into_the_me
     assert sent.provider_id == f"{CHANNEL_ID}:{ts}"
 
 
-def test_text_alone_is_one_chat_post_message(app, world, fake):
+def test_text_alone_is_one_chat_post_message_to_the_conversation_the_channel_names(app, world, fake):
+    nowhere = app.test_cli_runner().invoke(args=[
+        "channel", "add", "--workspace", "Acme", "--name", "nowhere", "--kind", "slack", "--url", fake.url,
+        "--secret", fake.token])
+    assert nowhere.exit_code != 0 and "conversation's id" in nowhere.output
     add_channel(app, "slack", fake.url, fake.token, {"channel": CHANNEL_ID, "unfurl_links": False}, name="quiet")
     sent = send_row(app, world.workspace_id, {"body": "Bread"}, channel="quiet")
     assert sent.status == "published", sent.last_error
@@ -101,15 +105,14 @@ def test_a_revoked_or_refused_token_needs_reconnecting(fake, error, egress_allow
     assert refused.outcome.value == "permanent" and not refused.reconnect_needed
 
 
-@pytest.mark.parametrize("answer", ["http_429", "ratelimited"])
-def test_a_rate_limit_waits_for_retry_after(app, world, clock, fake, channel, answer):
-    if answer == "http_429":
-        fake.answer_next("chat.postMessage", {"ok": False, "error": "ratelimited"}, status=429,
+def test_a_rate_limit_waits_for_retry_after_whether_as_http_429_or_ok_false(app, world, clock, fake, channel):
+    add_channel(app, "slack", fake.url, fake.token, {"channel": CHANNEL_ID, "rate": "none"}, name="other")
+    for status, name in ((429, channel), (200, "other")):  # two channels: a pause holds every row of its own
+        fake.answer_next("chat.postMessage", {"ok": False, "error": "ratelimited"}, status=status,
                          headers={"Retry-After": "90"})
-    else:
-        fake.answer_next("chat.postMessage", {"ok": False, "error": "ratelimited"}, headers={"Retry-After": "90"})
-    later = send_row(app, world.workspace_id, {"body": "Bread"}, channel=channel)
-    assert later.status == "queued" and later.next_attempt_at == clock.now() + timedelta(seconds=90)
+        later = send_row(app, world.workspace_id, {"body": f"Bread {status}"}, channel=name)
+        assert later.status == "queued" and later.next_attempt_at == clock.now() + timedelta(seconds=90), status
+        assert "ratelimited" in later.last_error, status
 
 
 def test_an_upload_that_fails_posts_nothing_and_a_failed_share_keeps_the_message_published(
@@ -125,9 +128,3 @@ def test_an_upload_that_fails_posts_nothing_and_a_failed_share_keeps_the_message
     posted = row(app, not_yet.id)
     assert posted.status == "published" and len(fake.messages) == 1  # a retry would post the message twice
 
-
-def test_a_slack_channel_needs_its_conversation_id(app, world, fake):
-    result = app.test_cli_runner().invoke(args=[
-        "channel", "add", "--workspace", "Acme", "--name", "nowhere", "--kind", "slack", "--url", fake.url,
-        "--secret", fake.token])
-    assert result.exit_code != 0 and "conversation's id" in result.output

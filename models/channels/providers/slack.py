@@ -131,7 +131,7 @@ def _api(context: SendContext, base: str, method: str, auth: dict, **body) -> di
     if isinstance(response, SendResult):
         return response
     if response.status_code == 429:
-        return SendResult(SendOutcome.RETRY_LATER, f"Slack is rate limiting {method} (429)",
+        return SendResult(SendOutcome.RETRY_LATER, f"Slack is rate limiting {method} (429){http.error_detail(response)}",
                           retry_after=parse_retry_after(response.headers.get("Retry-After"), context.now))
     refused = http.classify(response, context, what=f"Slack ({method})")
     if refused is not None:
