@@ -53,6 +53,7 @@ def test_a_post_with_images_uploads_them_then_posts_then_shares_them_into_the_me
     stored.close()
     assert "Authorization" not in fake.received[1].headers  # the token stays with the Web API
     [message] = fake.requests_to("chat.postMessage")
+    assert message.headers["Content-Type"] == "application/json; charset=utf-8"  # else Slack warns missing_charset
     assert message.json == {"channel": CHANNEL_ID, "text": body, "unfurl_links": True}
     ts = fake.messages[0]["ts"]
     assert fake.shared == [{"files": [{"id": "F0000000001", "title": "Loaves on a rack"},

@@ -127,7 +127,8 @@ def _before_the_message(result: SendResult) -> SendResult:
 
 def _api(context: SendContext, base: str, method: str, auth: dict, **body) -> dict | SendResult:
     """One Web API call's answer (``ok: true``), or its outcome."""
-    response = http.post(context, f"{base}/{method}", headers=auth, **body)
+    headers = {**auth, "Content-Type": "application/json; charset=utf-8"} if "json" in body else auth
+    response = http.post(context, f"{base}/{method}", headers=headers, **body)
     if isinstance(response, SendResult):
         return response
     if response.status_code == 429:
