@@ -87,3 +87,12 @@ def test_a_caption_rule_binds_the_text_only_when_the_post_has_media():
     assert media_breaks(telegram, [photo], "x" * 1025).rule == "caption.characters"
     assert media_breaks(telegram, [], "x" * 1025) is None and text_breaks(telegram, {}, "x" * 4096) is None
     assert media_breaks(accepts_for("discord"), [photo], "x" * 2000) is None  # no caption rule: the text's own
+
+
+def test_a_link_counts_what_the_instance_reserves_for_it():
+    mastodon = accepts_for("mastodon")
+    text = "x" * 470 + " https://example.com/" + "a" * 100  # 471 + a link
+    assert text_breaks(mastodon, {}, text) is None  # 494 with links at 23
+    assert text_breaks(mastodon, {"characters_reserved_per_url": 23}, text) is None
+    broken = text_breaks(mastodon, {"characters_reserved_per_url": 40}, text)  # 511
+    assert broken.rule == "text.links_as_23" and "511 characters (links 40)" in broken.message

@@ -30,20 +30,28 @@ class TextRule:
 
     limit: int
     counted_as: str = "characters"
+    # What a link counts for ``links_as_23`` when the instance reserves other than 23 (its own answer).
+    link_length: int | None = None
 
     def __post_init__(self):
         if self.counted_as not in COUNTERS:
             raise ValueError(f"unknown text counter {self.counted_as!r}; one of {', '.join(COUNTERS)}")
+        if self.link_length is not None and self.counted_as != "links_as_23":
+            raise ValueError("only links_as_23 counts links at a length of the network's choosing")
 
     @property
     def name(self) -> str:
         return f"text.{self.counted_as}"
 
     def count(self, text: str) -> int:
+        if self.link_length is not None:
+            return COUNTERS[self.counted_as][0](text, self.link_length)
         return COUNTERS[self.counted_as][0](text)
 
     @property
     def unit(self) -> str:
+        if self.link_length is not None:
+            return f"characters (links {self.link_length})"
         return COUNTERS[self.counted_as][1]
 
 
@@ -104,6 +112,9 @@ class Accepts:
     config_limit_may_raise: bool = False
     # A channel's config may lower the media rules' ``max_items`` with this key.
     config_media_limit: str = "max_media_attachments"
+    # With this key a channel's config says what a link counts (Mastodon's ``characters_reserved_per_url``),
+    # for a first text rule counted ``links_as_23``.
+    config_link_length: str = "characters_reserved_per_url"
 
 
 # Kinds whose module declares nothing: text up to 10,000 characters, media only named by id.
@@ -140,7 +151,11 @@ def text_rules(accepts: Accepts, config: dict | None) -> tuple[TextRule, ...]:
     configured = (config or {}).get(accepts.config_limit)
     if (rules and _whole(configured) and 0 < configured != rules[0].limit
             and (configured < rules[0].limit or accepts.config_limit_may_raise)):
-        rules = (TextRule(configured, rules[0].counted_as), *rules[1:])
+        rules = (TextRule(configured, rules[0].counted_as, rules[0].link_length), *rules[1:])
+    link_length = (config or {}).get(accepts.config_link_length)
+    if (rules and rules[0].counted_as == "links_as_23" and _whole(link_length) and 0 < link_length <= 1000
+            and link_length != rules[0].link_length):
+        rules = (TextRule(rules[0].limit, rules[0].counted_as, link_length), *rules[1:])
     return rules
 
 
