@@ -14,6 +14,7 @@ and ``files[n]``. Discord honours no idempotency key, so an unknown outcome fail
 
 import json
 import re
+from dataclasses import replace
 from datetime import timedelta
 
 import httpx
@@ -88,8 +89,8 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
                              data={"payload_json": json.dumps(message, ensure_ascii=False)})
     else:
         response = http.post(context, url, params={"wait": "true"}, json=message)
-    if isinstance(response, SendResult):
-        return response
+    if isinstance(response, SendResult):  # the token is part of the URL: never let it into an operator's message
+        return replace(response, message=response.message.replace(delivery.secret, "<token>"))
     refused = outcome_of(response, context)
     if refused is not None:
         return refused

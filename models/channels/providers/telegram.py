@@ -16,6 +16,7 @@ outcome fails for a person.
 """
 
 import json
+from dataclasses import replace
 from datetime import timedelta
 
 import httpx
@@ -125,6 +126,4 @@ def outcome_of(response: httpx.Response, chat) -> SendResult:
 
 def _without_token(result: SendResult, token: str) -> SendResult:
     """The token is part of every Bot API URL: never let it into a message an operator reads."""
-    if token in result.message:
-        return SendResult(result.outcome, result.message.replace(token, "<token>"), retry_after=result.retry_after)
-    return result
+    return replace(result, message=result.message.replace(token, "<token>"))
