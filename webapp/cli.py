@@ -206,7 +206,8 @@ def channel_cli():
 @click.option("--workspace", "workspace_name", required=True)
 @click.option("--name", required=True)
 @click.option("--kind", required=True)
-@click.option("--url", default=None, help="endpoint (webhook) or base URL (postmark, twilio, mastodon)")
+@click.option("--url", default=None, help="endpoint (webhook), the webhook's URL without its token (discord), "
+              "or base URL (postmark, twilio, mastodon, slack, telegram)")
 @click.option("--secret", default=None, help="stored encrypted; never shown again")
 @click.option("--config", "config_json", default=None, help="extra non-secret settings as a JSON object")
 @with_appcontext

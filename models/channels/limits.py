@@ -17,7 +17,9 @@ and ``postmark`` publish no fixed rate, so none is assumed; a ``429`` or ``503``
 ``Retry-After`` pauses any channel for everyone. ``log`` writes to our own database and takes no limits.
 ``threads`` 250 posts per 24 hours and ``instagram`` 100 per 24 hours (each profile's API
 publishing limit; an Instagram channel's ``network_rate`` holds the figure the account itself
-reports).
+reports), ``bluesky`` 8 per minute (35,000 points a day, a post costing 3), ``discord`` 30 per
+minute (per webhook), ``slack`` 1 per second (per channel), ``telegram`` 20 per minute (a group's
+limit; a private chat takes 1 per second).
 """
 
 import re
@@ -79,6 +81,9 @@ DEFAULT_LIMITS: dict[str, ChannelLimits] = {
     "threads": ChannelLimits(rate=Rate(250, timedelta(hours=24))),
     "instagram": ChannelLimits(rate=Rate(100, timedelta(hours=24))),
     "bluesky": ChannelLimits(rate=Rate(8, timedelta(minutes=1))),
+    "discord": ChannelLimits(rate=Rate(30, timedelta(minutes=1))),  # 30 requests a minute per webhook
+    "slack": ChannelLimits(rate=Rate(1, timedelta(seconds=1))),  # chat.postMessage: about one a second per channel
+    "telegram": ChannelLimits(rate=Rate(20, timedelta(minutes=1))),  # 1/s to a chat, 20 a minute to a group
 }
 
 

@@ -166,6 +166,11 @@ def save_channel(
     """
     name = name.strip() if isinstance(name, str) else name
     validate_channel(name, kind, config)
+    # A provider that can ask the network for the channel's own limits (a Mastodon instance's) does so now;
+    # a network it cannot reach leaves the settings as given.
+    learn = getattr(PROVIDERS.get(kind), "learned_settings", None)
+    if learn is not None:
+        config = {**config, **learn(config)}
     taken = select(Channel.id).where(Channel.workspace_id == workspace_id, Channel.name == name)
     if channel_id is not None:
         taken = taken.where(Channel.id != channel_id)

@@ -71,17 +71,22 @@ def media_ids(media) -> list[int]:
     return ids
 
 
-def check_media(session: Session, workspace_id: int, media, channels: list[Channel]) -> list[int]:
+def check_media(session: Session, workspace_id: int, media, channels: list[Channel],
+                body: str | None = None) -> list[int]:
     """The post's media ids, if each is in the library and every target takes them as its provider declares.
 
     A rule broken on one target is a 422 on ``media`` naming the channel and the rule
     (``image.bytes``, ``media.count``...); an image a provider may have prepared (downscaled,
-    converted) is not refused for what preparing it fixes.
+    converted) is not refused for what preparing it fixes. With ``body``, a target whose
+    network makes the text the media's caption checks it too (a 422 on ``body``, ``caption.*``).
     """
     ids = media_ids(media)
     facts = [facts_of(item) for item in media_in_order(session, workspace_id, ids)]
     for channel in channels:
-        broken = media_breaks(accepts_for(channel.kind), facts)
+        broken = media_breaks(accepts_for(channel.kind), facts, body, channel.config)
+        if broken is not None and broken.rule.startswith("caption."):
+            raise InvalidInput(f"{channel.name} ({channel.kind}) refuses the body as a caption: {broken.message}",
+                               field="body", code="too_long", channel=channel.name, rule=broken.rule)
         if broken is not None:
             raise InvalidInput(f"{channel.name} ({channel.kind}) refuses the media: {broken.message}", field="media",
                                code="media_refused", channel=channel.name, rule=broken.rule)
@@ -154,5 +159,6 @@ def fit_on_targets(session: Session, workspace_id: int, body: str, channels: lis
     for channel in channels:
         accepts = accepts_for(channel.kind)
         fits.append(TargetFit(channel, text_counts(accepts, channel.config, body or ""),
-                              text_breaks(accepts, channel.config, body or "") or media_breaks(accepts, facts)))
+                              text_breaks(accepts, channel.config, body or "")
+                              or media_breaks(accepts, facts, body or "", channel.config)))
     return fits

@@ -166,7 +166,7 @@ class PostImport:
                     raise channels_of[named]
                 channels = channels_of[named]
                 read.body = check_body(read.body, channels)
-                read.media = check_media(session, workspace_id, read.media, channels)
+                read.media = check_media(session, workspace_id, read.media, channels, read.body)
                 resolved = check_wall_time(read.wall_date, read.wall_time, zone, now, self.policy)
             except DomainError as error:
                 read.fate = _fate_of(error)

@@ -60,7 +60,7 @@ def create_post(
     """Create a draft post after checking everything: targets, time, body against each target."""
     channels = check_targets(session, workspace_id, targets)
     body = check_body(body, channels)
-    media = check_media(session, workspace_id, media, channels)
+    media = check_media(session, workspace_id, media, channels, body)
     resolved = check_wall_time(wall_date, wall_time, workspace_zone(session, workspace_id), now, policy)
     post = Post(
         workspace_id=workspace_id,
@@ -109,7 +109,7 @@ def update_post(
     _refuse_if_terminal(post, "it can no longer be edited")
     channels = check_targets(session, workspace_id, targets) if targets is not _UNSET else post_targets(session, post.id)
     new_body = check_body(post.body if body is _UNSET else body, channels)
-    new_media = check_media(session, workspace_id, post.media if media is _UNSET else media, channels)
+    new_media = check_media(session, workspace_id, post.media if media is _UNSET else media, channels, new_body)
     note = None
     if wall_date is not None or wall_time is not None:
         if wall_date is None or wall_time is None:

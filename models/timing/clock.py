@@ -4,6 +4,7 @@ Production uses :class:`SystemClock`; tests install a :class:`FrozenClock` and m
 so no test ever waits in real time.
 """
 
+import time
 from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
@@ -28,12 +29,17 @@ class SystemClock:
     def now(self) -> datetime:
         return datetime.now(timezone.utc)
 
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` of real time (a provider between polls)."""
+        time.sleep(seconds)
+
 
 class FrozenClock:
     """A clock that moves only when told to."""
 
     def __init__(self, at: datetime | None = None):
         self._now = utc(at) if at else datetime.now(timezone.utc)
+        self.slept: list[float] = []  # every wait asked of :meth:`sleep`, in order
 
     def now(self) -> datetime:
         return self._now
@@ -44,3 +50,8 @@ class FrozenClock:
     def advance(self, **delta) -> datetime:
         self._now += timedelta(**delta)
         return self._now
+
+    def sleep(self, seconds: float) -> None:
+        """A wait that takes no real time: the clock moves on by ``seconds`` and the wait is recorded."""
+        self.slept.append(seconds)
+        self._now += timedelta(seconds=seconds)

@@ -67,3 +67,32 @@ def test_media_breaks_checks_each_rule_and_leaves_what_preparing_fixes():
     assert media_breaks(short, [long_clip]).rule == "video.duration"
     unknown_length = MediaFacts(4, "video", "video/mp4", 1000, 320, 240, duration=None)
     assert media_breaks(short, [unknown_length]) is None
+
+
+def test_an_instances_own_limit_may_raise_mastodons_and_a_channel_may_lower_the_number_of_items():
+    mastodon = accepts_for("mastodon")
+    assert text_breaks(mastodon, {}, "x" * 501).rule == "text.links_as_23"
+    assert text_breaks(mastodon, {"max_length": 5000}, "x" * 5000) is None  # the instance said so when saved
+    assert text_breaks(mastodon, {"max_length": 5000}, "x" * 5001) is not None
+    photo = MediaFacts(1, "image", "image/png", 1000, 40, 30)
+    assert media_breaks(mastodon, [photo] * 3, config={"max_media_attachments": 2}).rule == "media.count"
+    assert media_breaks(mastodon, [photo] * 4, config={"max_media_attachments": 9}) is None  # raise: never
+    assert media_breaks(mastodon, [photo] * 5, config={"max_media_attachments": 9}).rule == "media.count"
+
+
+def test_a_caption_rule_binds_the_text_only_when_the_post_has_media():
+    telegram = accepts_for("telegram")
+    photo = MediaFacts(1, "image", "image/png", 1000, 40, 30)
+    assert media_breaks(telegram, [photo], "x" * 1024) is None
+    assert media_breaks(telegram, [photo], "x" * 1025).rule == "caption.characters"
+    assert media_breaks(telegram, [], "x" * 1025) is None and text_breaks(telegram, {}, "x" * 4096) is None
+    assert media_breaks(accepts_for("discord"), [photo], "x" * 2000) is None  # no caption rule: the text's own
+
+
+def test_a_link_counts_what_the_instance_reserves_for_it():
+    mastodon = accepts_for("mastodon")
+    text = "x" * 470 + " https://example.com/" + "a" * 100  # 471 + a link
+    assert text_breaks(mastodon, {}, text) is None  # 494 with links at 23
+    assert text_breaks(mastodon, {"characters_reserved_per_url": 23}, text) is None
+    broken = text_breaks(mastodon, {"characters_reserved_per_url": 40}, text)  # 511
+    assert broken.rule == "text.links_as_23" and "511 characters (links 40)" in broken.message

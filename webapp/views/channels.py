@@ -41,6 +41,14 @@ SETTINGS_HINT = {
                  "# network_rate = 100/86400s    (read from Instagram when the channel is saved)",
     "bluesky": "handle = acme.bsky.social\n# url = https://bsky.social    (the PDS)\n"
                "# rate = 8/min    (default: 35,000 points a day, a post is 3)\n# secret: an app password",
+    "discord": "# the webhook's URL without its token: the token is the secret\n"
+               "url = https://discord.com/api/webhooks/ID\n"
+               "# allowed_mentions = users, roles    (default: a post pings nobody)\n"
+               "# rate = 30/min    (default: a webhook's 30 requests a minute)",
+    "slack": "channel = C0123456789\n# unfurl_links = false\n"
+             "# rate = 1/s    (default: chat.postMessage's 1/s per channel)",
+    "telegram": "chat_id = -1001234567890\n# chat_id = @channelname    (a public channel)\n"
+                "# rate = 1/s    (default: 20/min, a group's limit; 1/s for a private chat)",
 }
 LIMITS_HINT = ("rate = N/s or N/min, concurrency = N (sends in flight), across every consumer; "
                "none lifts a kind's default. A provider's Retry-After pauses the channel for every action.")

@@ -23,14 +23,15 @@ checks its destination setting at save time with :func:`models.core.egress.check
 from dataclasses import replace
 
 from models.core.database import write_session
-from models.channels.providers import (bluesky, facebook, instagram, linkedin, log, mastodon, postmark, smtp, threads,
-                                       twilio, webhook, x)
+from models.channels.providers import (bluesky, discord, facebook, instagram, linkedin, log, mastodon, postmark, slack,
+                                       smtp, telegram, threads, twilio, webhook, x)
 from models.channels.providers.accepts import DEFAULT, Accepts
 from models.channels.providers.base import (Delivery, LocalProvider, MediaFile, Provider, SendContext, SendOutcome,
                                             SendResult)
 
 PROVIDERS: dict[str, Provider | LocalProvider] = {module.kind: module for module in (
-    log, webhook, smtp, postmark, twilio, mastodon, bluesky, x, linkedin, threads, facebook, instagram)}
+    log, webhook, smtp, postmark, twilio, mastodon, bluesky, x, linkedin, threads, facebook, instagram,
+    discord, slack, telegram)}
 
 
 def provider_for(kind: str) -> Provider | LocalProvider:

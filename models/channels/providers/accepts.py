@@ -30,20 +30,28 @@ class TextRule:
 
     limit: int
     counted_as: str = "characters"
+    # What a link counts for ``links_as_23`` when the instance reserves other than 23 (its own answer).
+    link_length: int | None = None
 
     def __post_init__(self):
         if self.counted_as not in COUNTERS:
             raise ValueError(f"unknown text counter {self.counted_as!r}; one of {', '.join(COUNTERS)}")
+        if self.link_length is not None and self.counted_as != "links_as_23":
+            raise ValueError("only links_as_23 counts links at a length of the network's choosing")
 
     @property
     def name(self) -> str:
         return f"text.{self.counted_as}"
 
     def count(self, text: str) -> int:
+        if self.link_length is not None:
+            return COUNTERS[self.counted_as][0](text, self.link_length)
         return COUNTERS[self.counted_as][0](text)
 
     @property
     def unit(self) -> str:
+        if self.link_length is not None:
+            return f"characters (links {self.link_length})"
         return COUNTERS[self.counted_as][1]
 
 
@@ -86,6 +94,9 @@ class MediaRules:
     # The network takes no post without media (Instagram): a text-only post is refused at save
     # (rule ``media.required``).
     required: bool = False
+    # On a network where a post with media carries its text as the media's caption, with a limit of its own
+    # (Telegram: 1,024 characters of caption against 4,096 of a message), the text must also meet this rule.
+    caption: TextRule | None = None
 
     def rule_for(self, kind: str):
         return {IMAGE: self.image, GIF: self.gif, VIDEO: self.video}.get(kind)
@@ -97,8 +108,16 @@ class Accepts:
 
     text: tuple[TextRule, ...] = (TextRule(10_000),)
     media: MediaRules | None = None
-    # A channel's config may lower the first text rule's limit with this key (never raise it).
+    # A channel's config may lower the first text rule's limit with this key (never raise it)...
     config_limit: str = "max_length"
+    # ...unless the setting is the network's own answer (a Mastodon instance's limit, read when the channel
+    # is saved), which may raise it as well.
+    config_limit_may_raise: bool = False
+    # A channel's config may lower the media rules' ``max_items`` with this key.
+    config_media_limit: str = "max_media_attachments"
+    # With this key a channel's config says what a link counts (Mastodon's ``characters_reserved_per_url``),
+    # for a first text rule counted ``links_as_23``.
+    config_link_length: str = "characters_reserved_per_url"
 
 
 # Kinds whose module declares nothing: text up to 10,000 characters, media only named by id.
@@ -133,9 +152,25 @@ def text_rules(accepts: Accepts, config: dict | None) -> tuple[TextRule, ...]:
     """The declaration's text rules, the first lowered by the channel's ``config_limit`` setting if it sets one."""
     rules = accepts.text
     configured = (config or {}).get(accepts.config_limit)
-    if rules and isinstance(configured, int) and not isinstance(configured, bool) and 0 < configured < rules[0].limit:
-        rules = (TextRule(configured, rules[0].counted_as), *rules[1:])
+    if (rules and _whole(configured) and 0 < configured != rules[0].limit
+            and (configured < rules[0].limit or accepts.config_limit_may_raise)):
+        rules = (TextRule(configured, rules[0].counted_as, rules[0].link_length), *rules[1:])
+    link_length = (config or {}).get(accepts.config_link_length)
+    if (rules and rules[0].counted_as == "links_as_23" and _whole(link_length) and 0 < link_length <= 1000
+            and link_length != rules[0].link_length):
+        rules = (TextRule(rules[0].limit, rules[0].counted_as, link_length), *rules[1:])
     return rules
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def max_items(accepts: Accepts, config: dict | None) -> int:
+    """How many media items a post may have on a channel: the declaration's, lowered by the channel's setting."""
+    declared = accepts.media.max_items if accepts.media is not None else 0
+    configured = (config or {}).get(accepts.config_media_limit)
+    return configured if _whole(configured) and 0 < configured < declared else declared
 
 
 @dataclass(frozen=True)
@@ -167,8 +202,10 @@ def text_breaks(accepts: Accepts, config: dict | None, text: str) -> Broken | No
     return None
 
 
-def media_breaks(accepts: Accepts, items: list[MediaFacts]) -> Broken | None:
-    """The first media rule ``items`` break on this network, or None (no items break only ``required``).
+def media_breaks(accepts: Accepts, items: list[MediaFacts], text: str | None = None,
+                 config: dict | None = None) -> Broken | None:
+    """The first media rule ``items`` break on this network (with ``text`` as their caption, if given), or None
+    (no items break only ``required``).
 
     An image rule the network lets Tickwork meet by preparing the image (bytes, sides,
     format) is not broken: the send prepares it. Aspect ratio and alt text are never fixed.
@@ -180,8 +217,15 @@ def media_breaks(accepts: Accepts, items: list[MediaFacts]) -> Broken | None:
         return None
     if rules is None:
         return Broken("media.none", "this channel takes no media")
-    if len(items) > rules.max_items:
-        return Broken("media.count", f"{len(items)} media items; at most {rules.max_items}")
+    most = max_items(accepts, config)
+    if len(items) > most:
+        return Broken("media.count", f"{len(items)} media items; at most {most}")
+    if text is not None and rules.caption is not None:
+        used = rules.caption.count(text)
+        if used > rules.caption.limit:
+            return Broken(f"caption.{rules.caption.counted_as}",
+                          f"with media the text is their caption: {used:,} {rules.caption.unit}; "
+                          f"at most {rules.caption.limit:,}")
     if rules.video_alone and len(items) > 1 and any(item.kind in (VIDEO, GIF) for item in items):
         return Broken("media.video_alone", "a video or a GIF must be the post's only media item")
     for number, item in enumerate(items, 1):
@@ -236,4 +280,4 @@ def _image_breaks(rule: ImageRule, item: MediaFacts) -> Broken | None:
 
 
 __all__ = ["Accepts", "Broken", "Count", "DEFAULT", "ImageRule", "MediaFacts", "MediaRules", "TextRule", "VideoRule",
-           "media_breaks", "text_breaks", "text_counts", "text_rules"]
+           "max_items", "media_breaks", "text_breaks", "text_counts", "text_rules"]

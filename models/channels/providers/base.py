@@ -41,6 +41,15 @@ class MediaFile:
     # good for a few hours, under TICKWORK_BASE_URL; ``data`` is then empty.
     url: str | None = None
 
+    @property
+    def filename(self) -> str:
+        """A name for the file as a network shows it: the media id and the extension its type calls for."""
+        return f"{self.media_id}.{_EXTENSIONS.get(self.mime, 'bin')}"
+
+
+_EXTENSIONS = {"image/jpeg": "jpg", "image/png": "png", "image/webp": "webp", "image/gif": "gif", "video/mp4": "mp4",
+               "video/quicktime": "mov", "video/webm": "webm"}
+
 
 @dataclass(frozen=True)
 class Delivery:

@@ -65,12 +65,12 @@ def _x_plain(text: str) -> int:
     return total + sum(_x_weight(char) for char in text[position:])
 
 
-def links_as_23(text: str) -> int:
-    """Mastodon's count: code points, every link counting 23 whatever its length."""
+def links_as_23(text: str, link_length: int = MASTODON_LINK_LENGTH) -> int:
+    """Mastodon's count: code points, every link counting 23 whatever its length (or what the instance reserves)."""
     total = 0
     position = 0
     for link in _LINK.finditer(text):
-        total += len(text[position:link.start()]) + MASTODON_LINK_LENGTH
+        total += len(text[position:link.start()]) + link_length
         position = link.end()
     return total + len(text[position:])
 
