@@ -10,8 +10,8 @@ Every such change, and every secret replaced or removed, is a ``channel_events``
 when, from which destination to which), never holding the secret itself.
 
 A provider may read settings from its network when a channel is saved (Instagram's publishing
-limit): a provider that offers ``read_at_save(config, secret, context) -> dict`` gets the
-channel's settings and secret, and what it answers is added to the settings. The shells call
+limit, a Mastodon instance's own limits): a provider that offers ``read_at_save(config, secret, context) -> dict`` gets the
+channel's settings and secret (None when there is none), and what it answers is added to the settings. The shells call
 :func:`read_from_network` before opening the write transaction, so no network call holds the
 database's write lock; a network that cannot be reached never refuses the save.
 """
@@ -90,8 +90,6 @@ def read_from_network(kind: str, config: dict, *, secret: str | None, now: datet
     if not secret and channel is not None and box is not None and channel.secret_sealed \
             and (channel.kind, destination(channel.kind, channel.config)) == (kind, destination(kind, config)):
         secret = channel.secret(box)
-    if not secret:
-        return config
     found = read(dict(config), secret, SendContext(now=now, timeout=READ_AT_SAVE_TIMEOUT, http=http_client()))
     return {**config, **found}
 
@@ -166,11 +164,6 @@ def save_channel(
     """
     name = name.strip() if isinstance(name, str) else name
     validate_channel(name, kind, config)
-    # A provider that can ask the network for the channel's own limits (a Mastodon instance's) does so now;
-    # a network it cannot reach leaves the settings as given.
-    learn = getattr(PROVIDERS.get(kind), "learned_settings", None)
-    if learn is not None:
-        config = {**config, **learn(config)}
     taken = select(Channel.id).where(Channel.workspace_id == workspace_id, Channel.name == name)
     if channel_id is not None:
         taken = taken.where(Channel.id != channel_id)

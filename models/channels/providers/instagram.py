@@ -62,8 +62,10 @@ def validate_config(config: dict) -> None:
     meta_graph.check_node_id(config, "ig_user_id")
 
 
-def read_at_save(config: dict, secret: str, context: SendContext) -> dict:
+def read_at_save(config: dict, secret: str | None, context: SendContext) -> dict:
     """The account's publishing limit as ``network_rate``, or nothing when it cannot be read (the save goes on)."""
+    if not secret:
+        return {}
     user = meta_graph.node_id(config, "ig_user_id", "me")
     if user is None:
         return {}

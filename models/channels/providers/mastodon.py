@@ -139,16 +139,17 @@ def _before_the_status(result: SendResult) -> SendResult:
     return result
 
 
-def learned_settings(config: dict) -> dict:
+def read_at_save(config: dict, secret: str | None, context: SendContext) -> dict:
     """The instance's own limits as channel settings (``max_length``...), or nothing when it cannot be asked.
 
-    Called when the channel is saved: the instance's answer replaces these settings on every save.
+    Called when the channel is saved, before its write transaction (the instance's answer needs no
+    token and replaces these settings on every save).
     """
     url = config.get("url")
     if not isinstance(url, str) or not url:
         return {}
     try:
-        response = http.http_client().get(url.rstrip("/") + "/api/v2/instance", timeout=INSTANCE_TIMEOUT)
+        response = context.http.get(url.rstrip("/") + "/api/v2/instance", timeout=min(INSTANCE_TIMEOUT, context.timeout))
         statuses = response.json()["configuration"]["statuses"] if response.status_code == 200 else None
     except (httpx.HTTPError, DestinationRefused, json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
         return {}
