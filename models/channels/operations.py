@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from models.channels.action_types import ACTION_TYPES, SENDS_SETTING, sends_setting
+from models.channels.connections import forget_connection
 from models.channels.limits import validate_limits
 from models.channels.providers import PROVIDERS
 from models.channels.tables import CHANNEL_NAME, Channel, ChannelEvent, ChannelKind
@@ -156,6 +157,11 @@ def save_channel(
         channel.set_secret(box, None)
     elif secret:
         channel.set_secret(box, secret)
+    if clear_secret or secret:
+        # A connected account's refresh token and expiry belong to the token they came with.
+        forget_connection(channel)
+        if clear_secret:
+            channel.connected_account, channel.connected_at = None, None
     try:
         with session.begin_nested():
             session.flush()

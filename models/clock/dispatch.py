@@ -53,6 +53,8 @@ about to start; a local chunk's transaction is all or nothing, so none. docs/arc
 | permanent               | failed permanent, with the provider's words                             |
 | unknown                 | failed outcome_unknown; retried with the same key if the provider honours one |
 | no room on the channel  | (before any claim) held: still queued, due when the channel has room; not an attempt, not lateness |
+| channel needs reconnecting | (before any claim) failed reconnect_needed (``lifecycle.strand``): not an attempt, never sent |
+| permanent, token refused as expired or revoked (``reconnect_needed``) | failed reconnect_needed, and the channel marked "reconnect needed" in the same transaction |
 
 Only the worker whose claim flipped the row talks to the provider, so a row is handed to
 a provider at most once per claim, and a claim happens at most ``max_attempts`` times.
@@ -76,6 +78,7 @@ from models.actions.tables import ActionHold, CancelKind, FailureCode, Scheduled
 from models.timing.backoff import backoff_delay
 from models.timing.clock import Clock
 from models.channels.limits import limits_for
+from models.channels.connections import mark_reconnect_needed, reconnect_message
 from models.channels.tables import Channel, ChannelThrottle
 from models.clock import pacing
 from models.core.database import read_session, write_session
@@ -99,7 +102,7 @@ class DispatchOutcome:
     PUBLISHED = "published"
     REVERTED = "reverted"  # back to queued, to be tried again
     FAILED = "failed"  # reason: the failure code
-    MISSED = "missed"  # failed before any claim: reason missed_window / duplicate_of_published / attempts_exhausted
+    MISSED = "missed"  # failed before any claim: reason missed_window / duplicate_of_published / attempts_exhausted / reconnect_needed
     SKIPPED = "skipped"  # nothing done: reason not_found / cancelled / submitted / published / failed / not_due / draining
     HELD = "held"  # still queued, due again when its channel has room: reason rate / concurrency / paused
     STOPPED = "stopped"  # cancelled instead of claimed: a wing's pre-send check said no (reason: the cancel kind)
@@ -408,7 +411,7 @@ def _dispatch_one(looked: _Looked, limits, context: DispatchContext, actor: Acto
     slot = None
     with write_session(context.engine) as session:
         now = context.clock.now()
-        stopped = _stop_in(session, [row], context, now, actor)
+        stopped = _stop_in(session, [row], context, now, actor, channels=[channel])
         if stopped:
             return stopped[row.id]
         gate = None
@@ -624,7 +627,8 @@ def _claim_for_sending(batch: list[_Looked], context: DispatchContext, actor: Ac
     policy, hooks = context.policy, context.hooks
     with write_session(context.engine) as session:
         now = context.clock.now()
-        decided.update(_stop_in(session, [looked.row for looked in batch], context, now, actor))
+        decided.update(_stop_in(session, [looked.row for looked in batch], context, now, actor,
+                                channels=[looked.channel for looked in batch]))
         batch = [looked for looked in batch if looked.row.id not in decided]
         # Read in the claim's transaction, not in the look: a pause another row's 429 set a
         # moment ago holds these rows too.
@@ -778,14 +782,26 @@ _HOLD_OF = select(ActionHold.late_from).join(ScheduledAction, and_(
 
 
 def _stop_in(session, rows: list[ScheduledAction], context: DispatchContext, now: datetime,
-             actor: Actor) -> dict[int, DispatchResult]:
-    """In the claim's write transaction: cancel (or fail as missed) the rows a wing's pre-send check stops.
+             actor: Actor, channels=()) -> dict[int, DispatchResult]:
+    """In the claim's write transaction: cancel (or fail as missed) the rows a wing's pre-send check stops,
+    then fail as reconnect_needed (``lifecycle.strand``) the rows due on a channel, among ``channels`` as the look
+    read them, whose connected account needs reconnecting: never claimed, never an attempt.
 
     Asked before the rows themselves are locked or claimed, so a check that reads (and
     locks) its wing's rows takes its locks in the same order as the wing's own writes.
     """
     results = {}
     workspaces = {row.id: row.workspace_id for row in rows}
+    stranded = {channel.id: channel for channel in channels if channel.reconnect_needed_since is not None}
+    if stranded:
+        for row in rows:
+            channel = stranded.get(row.channel_id)
+            if channel is None:
+                continue
+            outcome = lifecycle.strand(session, row.id, message=reconnect_message(channel), now=now, actor=actor)
+            if outcome.ok:
+                results[row.id] = DispatchResult(row.id, DispatchOutcome.MISSED, FailureCode.RECONNECT_NEEDED.value)
+        rows = [row for row in rows if row.id not in results]
     for action_id, stop in context.hooks.stops(session, rows, now).items():
         if stop.failure_code is not None:
             results[action_id] = _miss(session, action_id, FailureCode(stop.failure_code), stop.reason, now, actor)
@@ -900,7 +916,8 @@ def deliver_locally(
     results: dict[int, DispatchResult] = {}
     with write_session(context.engine) as session:
         now = context.clock.now()
-        results.update(_stop_in(session, [row for row, _ in rows], context, now, actor))
+        results.update(_stop_in(session, [row for row, _ in rows], context, now, actor,
+                                channels=[channel for _, channel in rows]))
         rows = [(row, channel) for row, channel in rows if row.id not in results]
         if session.connection().dialect.name == "postgresql":
             mine = set(session.scalars(_LOCK_QUEUED, {"action_ids": [row.id for row, _ in rows]}))
@@ -1060,6 +1077,12 @@ def _record_in(session, action: ScheduledAction, channel_kind: str, result: Send
         outcome = _result(action.id, moved, DispatchOutcome.REVERTED, result.outcome.value)
         return DispatchResult(action.id, outcome.outcome, outcome.reason, retry_at if moved.ok else None)
     code = FailureCode.PERMANENT if result.outcome is SendOutcome.PERMANENT else FailureCode.OUTCOME_UNKNOWN
+    if result.reconnect_needed and result.outcome is SendOutcome.PERMANENT:
+        # The network refused the token as expired or revoked: every later row of the channel would meet the
+        # same refusal, so the channel waits for a person to reconnect it.
+        code = FailureCode.RECONNECT_NEEDED
+        mark_reconnect_needed(session, action.channel_id, reason=result.message or "the network refused the token",
+                              now=now)
     moved = lifecycle.fail(session, action.id, code=code, claim_token=token, now=now, actor=actor,
                            message=result.message)
     return _result(action.id, moved, DispatchOutcome.FAILED, code.value)

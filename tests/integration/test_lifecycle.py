@@ -65,6 +65,7 @@ def test_the_table_of_moves_is_the_playbooks_state_machine():
         Move.RETRY: (["failed"], "queued"),
         Move.HOLD: (["queued"], "queued"),
         Move.DOUBT: (["queued", "submitted"], "failed"),
+        Move.STRAND: (["queued"], "failed"),
     }
 
 
