@@ -92,6 +92,6 @@ def account_from(body) -> dict | None:
 
     account = {"id": first(_ID_KEYS), "name": first(_NAME_KEYS), "username": first(("username", "screen_name")),
                "avatar_url": first(_AVATAR_KEYS)}
-    if account["avatar_url"] and not account["avatar_url"].startswith("https://"):
-        account["avatar_url"] = None  # shown in an <img>: only an https link
+    if account["avatar_url"] and not account["avatar_url"].startswith(("https://", "http://")):
+        account["avatar_url"] = None
     return account if account["name"] or account["id"] else None
