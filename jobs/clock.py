@@ -73,7 +73,7 @@ def refresh_tokens_once() -> dict:
         counts: dict[str, int] = {}
         for outcome in outcomes:
             counts[outcome.outcome] = counts.get(outcome.outcome, 0) + 1
-        return {"due": len(outcomes), **counts,
+        return {"expiring": len(outcomes), **counts,
                 "channels": [{"channel_id": o.channel_id, "outcome": o.outcome, "message": o.message} for o in outcomes]}
 
     return run_recorded("refresh-tokens", one_pass, clock=rt.clock)

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from models.actions.tables import ActionEvent, ScheduledAction, Status
-from models.channels.connections import ConnectionState, connection_state
+from models.channels.connections import ConnectionState, connection_state, oauth_kinds
 from models.channels.limits import limits_for
 from models.channels.tables import Channel, ChannelThrottle
 
@@ -65,3 +65,14 @@ def channel_health(session: Session, channel: Channel, *, now: datetime) -> Chan
         rate=limits.describe() if limits.limited else "no limit",
         paused_until=paused, pause_reason=throttle.pause_reason if paused else None,
     )
+
+
+def channels_needing_reconnect(session: Session, workspace_id: int, now: datetime) -> list[tuple[Channel, ConnectionState]]:
+    """The workspace's channels whose connected account needs a person: in reconnect needed, or expiring without refresh."""
+    kinds = oauth_kinds()
+    if not kinds:
+        return []
+    channels = session.scalars(select(Channel).where(Channel.workspace_id == workspace_id, Channel.kind.in_(kinds))
+                               .order_by(Channel.name))
+    found = [(channel, connection_state(channel, now)) for channel in channels]
+    return [(channel, state) for channel, state in found if state.needs_a_person]

@@ -95,7 +95,7 @@ def test_the_clock_job_renews_a_token_before_it_expires_with_the_refresh_grant(a
     first_access, first = _secret(app, connected), _channel(app, connected)
     assert first.token_expires_at == clock.now() + timedelta(hours=2)
     clock.advance(minutes=80)  # 40 minutes left: not yet within the 30 minutes ahead
-    assert _refresh(app)["due"] == 0 and fake.refresh_requests == []
+    assert _refresh(app)["expiring"] == 0 and fake.refresh_requests == []
     clock.advance(minutes=15)
     summary = _refresh(app)
     assert summary["refreshed"] == 1
@@ -105,7 +105,7 @@ def test_the_clock_job_renews_a_token_before_it_expires_with_the_refresh_grant(a
     renewed = _channel(app, connected)
     assert _secret(app, connected) != first_access and _secret(app, connected) in fake.access_tokens
     assert renewed.token_expires_at == clock.now() + timedelta(hours=2)
-    assert _refresh(app)["due"] == 0  # renewed: not due again
+    assert _refresh(app)["expiring"] == 0  # renewed: not due again
 
 
 def test_two_refreshers_for_one_channel_spend_its_single_use_refresh_token_once(app, clock, fake, connected):
@@ -150,7 +150,7 @@ def test_a_refused_refresh_puts_the_channel_in_reconnect_needed_with_exactly_one
     assert channel.reconnect_needed_since == clock.now() and "invalid_grant" in channel.reconnect_reason
     alerts_pass(app, rules=["channel_reconnect_needed"])
     clock.advance(minutes=5)
-    assert _refresh(app)["due"] == 0  # in reconnect needed: left to a person
+    assert _refresh(app)["expiring"] == 0  # in reconnect needed: left to a person
     alerts_pass(app, rules=["channel_reconnect_needed"])
     (notice,) = _workspace_notifications(app, world)
     assert "Reconnect the X channel 'main'" in notice.title and "invalid_grant" in notice.body
@@ -247,7 +247,7 @@ def test_a_token_without_refresh_is_announced_days_ahead_and_needs_reconnecting_
     assert "LinkedIn" in fired["figures"]["network"] and fired["figures"]["since"] is None
     with app.app_context():
         assert connections.connection_state(_channel(app, channel_id), clock.now()).state == "expiring"
-    assert _refresh(app)["due"] == 0 and fake.refresh_requests == []  # the token still works: sends go on
+    assert _refresh(app)["expiring"] == 0 and fake.refresh_requests == []  # the token still works: sends go on
     clock.advance(days=6, minutes=1)
     assert _refresh(app)["reconnect_needed"] == 1
     assert "no refresh" in _channel(app, channel_id).reconnect_reason

@@ -232,3 +232,14 @@ def test_a_test_send_the_network_refuses_as_expired_marks_the_channel(app, brows
     answer = browser_for("admin").post(f"/channels/{channel_id}/test", {"target": "me"}, htmx=True)
     assert answer.status_code == 502 and "reconnect" in answer.get_data(as_text=True)
     assert _channel(app, channel_id).reconnect_needed_since is not None
+
+
+def test_reconnect_needed_shows_on_the_composer_and_the_health_page(app, browser_for, fake, channel_id):
+    with app.app_context(), write_session() as session:
+        connections.mark_reconnect_needed(session, channel_id, reason="X refused the token (401)", now=runtime().now())
+    composer = browser_for("marketer").get("/posts/new").get_data(as_text=True)
+    target = composer.split('value="main"', 1)[1].split("</label>", 1)[0]
+    assert "reconnect needed" in target
+    health = browser_for("ops").get("/health").get_data(as_text=True)
+    banner = health.split('id="reconnect-needed"', 1)[1].split("</p>", 1)[0]
+    assert "main" in banner and "X refused the token (401)" in banner
