@@ -390,6 +390,24 @@ def mark_reconnect_needed(session: Session, channel_id: int, *, reason: str, now
     return session.scalar(_MARK, {"channel_id": channel_id, "now": now, "reason": shown_text(reason, 500)}) is not None
 
 
+# How long rows of a channel whose token was refused wait for the refresh pass to renew it.
+RENEWAL_WAIT = timedelta(minutes=5)
+
+
+def renew_soon(session: Session, channel_id: int, *, now: datetime) -> bool:
+    """A send met its token refused, yet the channel holds a refresh token: count the token as expired now, so the
+    next ``refresh-tokens`` pass renews it (under its lease, never racing it). False when nothing can renew it."""
+    channel = session.get(Channel, channel_id)
+    spec = oauth_spec(channel.kind) if channel is not None else None
+    if (spec is None or spec.refresh != REFRESH_GRANT or not channel.refresh_token_sealed
+            or channel.reconnect_needed_since is not None):
+        return False
+    if channel.token_expires_at is None or channel.token_expires_at > now:
+        channel.token_expires_at = now
+        session.flush()
+    return True
+
+
 def reconnect_message(channel: Channel) -> str:
     """What a row that could not go says: permanent, and what a person does about it."""
     spec = oauth_spec(channel.kind)

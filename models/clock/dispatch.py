@@ -54,7 +54,7 @@ about to start; a local chunk's transaction is all or nothing, so none. docs/arc
 | unknown                 | failed outcome_unknown; retried with the same key if the provider honours one |
 | no room on the channel  | (before any claim) held: still queued, due when the channel has room; not an attempt, not lateness |
 | channel needs reconnecting | (before any claim) failed reconnect_needed (``lifecycle.strand``): not an attempt, never sent |
-| permanent, token refused as expired or revoked (``reconnect_needed``) | failed reconnect_needed, and the channel marked "reconnect needed" in the same transaction |
+| permanent, token refused as expired or revoked (``reconnect_needed``) | a channel with a refresh token: reverted like retry later (the channel paused ``RENEWAL_WAIT``), its token counted expired so the next refresh pass renews it; else failed reconnect_needed, and the channel marked "reconnect needed" in the same transaction |
 
 Only the worker whose claim flipped the row talks to the provider, so a row is handed to
 a provider at most once per claim, and a claim happens at most ``max_attempts`` times.
@@ -78,7 +78,7 @@ from models.actions.tables import ActionHold, CancelKind, FailureCode, Scheduled
 from models.timing.backoff import backoff_delay
 from models.timing.clock import Clock
 from models.channels.limits import limits_for
-from models.channels.connections import mark_reconnect_needed, reconnect_message
+from models.channels.connections import RENEWAL_WAIT, mark_reconnect_needed, reconnect_message, renew_soon
 from models.channels.tables import Channel, ChannelThrottle
 from models.clock import pacing
 from models.core.database import read_session, write_session
@@ -1052,6 +1052,13 @@ def _record_in(session, action: ScheduledAction, channel_kind: str, result: Send
                actor: Actor, now: datetime) -> DispatchResult:
     """In the caller's write transaction: the move the provider's outcome calls for, with the claim token."""
     token = action.claim_token
+    reconnect = result.reconnect_needed and result.outcome is SendOutcome.PERMANENT
+    if reconnect and renew_soon(session, action.channel_id, now=now):
+        # Refused before anything was posted, and the channel can still renew its token: the refresh pass
+        # renews it, and every row of the channel waits for that instead of failing.
+        reconnect = False
+        result = SendResult(SendOutcome.RETRY_LATER, f"{result.message}; the token is being renewed",
+                            retry_after=RENEWAL_WAIT)
     retry_with_key = result.outcome is SendOutcome.UNKNOWN and _honours_idempotency_key(channel_kind)
     if result.outcome is SendOutcome.SUCCESS:
         moved = lifecycle.publish(session, action.id, claim_token=token, provider_id=result.provider_id,
@@ -1077,9 +1084,9 @@ def _record_in(session, action: ScheduledAction, channel_kind: str, result: Send
         outcome = _result(action.id, moved, DispatchOutcome.REVERTED, result.outcome.value)
         return DispatchResult(action.id, outcome.outcome, outcome.reason, retry_at if moved.ok else None)
     code = FailureCode.PERMANENT if result.outcome is SendOutcome.PERMANENT else FailureCode.OUTCOME_UNKNOWN
-    if result.reconnect_needed and result.outcome is SendOutcome.PERMANENT:
-        # The network refused the token as expired or revoked: every later row of the channel would meet the
-        # same refusal, so the channel waits for a person to reconnect it.
+    if reconnect:
+        # The network refused the token as expired or revoked and nothing can renew it: every later row of the
+        # channel would meet the same refusal, so the channel waits for a person to reconnect it.
         code = FailureCode.RECONNECT_NEEDED
         mark_reconnect_needed(session, action.channel_id, reason=result.message or "the network refused the token",
                               now=now)

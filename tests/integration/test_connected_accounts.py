@@ -211,18 +211,44 @@ def test_a_row_not_yet_due_on_a_reconnect_needed_channel_waits(app, world, clock
     assert not moved.ok and _row(app, action_id).status == "queued"
 
 
-def test_a_send_refused_as_a_revoked_token_puts_the_channel_in_reconnect_needed(app, world, fake, connected):
+def test_a_send_refused_as_a_revoked_token_puts_the_channel_in_reconnect_needed(app, world, clock, fake, connected):
     fake.revoke_all()
-    first, second = add_actions(app, world.workspace_id, 2)
+    (first,) = add_actions(app, world.workspace_id, 1)
     tick(app)
-    rows = {action_id: _row(app, action_id) for action_id in (first, second)}
-    assert _channel(app, connected).reconnect_needed_since is not None
-    sent = [row for row in rows.values() if row.attempt_count == 1]
-    assert len(sent) >= 1 and all(row.failure_code == "reconnect_needed" for row in rows.values())
-    assert all(row.status == "failed" for row in rows.values())
+    row = _row(app, first)
+    assert (row.status, row.attempt_count) == ("queued", 1)  # refused before anything was posted: renew, then retry
+    assert _channel(app, connected).token_expires_at == clock.now()
+    assert _refresh(app)["reconnect_needed"] == 1  # the refresh token was revoked too
+    clock.advance(minutes=6)
     (later,) = add_actions(app, world.workspace_id, 1, thing_prefix="later")
     tick(app)
+    assert (_row(app, first).status, _row(app, first).failure_code, _row(app, first).attempt_count) == (
+        "failed", "reconnect_needed", 1)
     assert (_row(app, later).failure_code, _row(app, later).attempt_count) == ("reconnect_needed", 0)
+
+
+def test_a_token_the_network_expired_early_is_renewed_and_the_row_goes_after_it(app, world, clock, fake, connected):
+    fake.access_tokens.clear()  # the access token stopped working; the refresh token still does
+    (action_id,) = add_actions(app, world.workspace_id, 1)
+    tick(app)
+    assert _refresh(app)["refreshed"] == 1
+    clock.advance(minutes=6)
+    tick(app)
+    row = _row(app, action_id)
+    assert (row.status, row.attempt_count) == ("published", 2)
+    assert _channel(app, connected).reconnect_needed_since is None
+
+
+def test_a_send_refused_as_revoked_on_a_channel_without_refresh_fails_and_needs_reconnecting(
+        app, world, fake, connected):
+    with app.app_context(), write_session() as session:
+        session.get(Channel, connected).refresh_token_sealed = None  # a token typed in: nothing renews it
+    fake.revoke_all()
+    (action_id,) = add_actions(app, world.workspace_id, 1)
+    tick(app)
+    row = _row(app, action_id)
+    assert (row.status, row.failure_code, row.attempt_count) == ("failed", "reconnect_needed", 1)
+    assert "reconnect" in row.last_error and _channel(app, connected).reconnect_needed_since is not None
 
 
 def test_the_reconnect_alert_fires_and_resolves_once_the_channel_is_connected_again(app, world, fake, connected):

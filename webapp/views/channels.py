@@ -172,10 +172,11 @@ def test_send(channel_id: int):
     check = getattr(PROVIDERS.get(channel.kind), "check", None)
     result = check(delivery, context) if check is not None else send_alone(channel.kind, delivery, context)
     ok = result.outcome is SendOutcome.SUCCESS
-    if result.reconnect_needed:
+    if result.reconnect_needed:  # as a send would: renewed by the next refresh pass if it can be, else a person's
         with write_session() as session:
-            connections.mark_reconnect_needed(session, channel.id, reason=result.message or "the token was refused",
-                                              now=rt.now())
+            if not connections.renew_soon(session, channel.id, now=rt.now()):
+                connections.mark_reconnect_needed(session, channel.id, reason=result.message or "the token was refused",
+                                                  now=rt.now())
     summary = dict(ok=ok, outcome=result.outcome.value, message=result.message, provider_id=result.provider_id,
                    checked_only=check is not None)
     if is_htmx():
