@@ -367,11 +367,9 @@ def channel_reconnect_needed(ctx: Context) -> list[Finding]:
     This alert is the workspace's notice of it (the bell and the alert destinations): it
     replaces a notification of its own, so a channel's trouble is announced once.
     """
-    kinds = oauth_kinds()
-    if not kinds:
-        return []
-    channels = list(ctx.session.scalars(select(Channel).where(Channel.kind.in_(kinds)).where(
-        (Channel.reconnect_needed_since.is_not(None)) | (Channel.token_expires_at.is_not(None)))))
+    channels = list(ctx.session.scalars(select(Channel).where(
+        Channel.reconnect_needed_since.is_not(None)
+        | (Channel.kind.in_(oauth_kinds()) & Channel.token_expires_at.is_not(None)))))
     chosen = _workspaces(ctx, "channel_reconnect_needed", (c.workspace_id for c in channels))
     findings = []
     for channel in sorted(channels, key=lambda c: c.id):
@@ -388,7 +386,7 @@ def channel_reconnect_needed(ctx: Context) -> list[Finding]:
             findings.append(Finding("channel_reconnect_needed", f"channel:{channel.id}", {
                 **figures, "since": _iso(channel.reconnect_needed_since), "reason": channel.reconnect_reason,
             }, workspace_id=channel.workspace_id, title=f"Reconnect the {network} channel {channel.name!r}"))
-        elif (spec.refresh == NO_REFRESH and channel.token_expires_at is not None
+        elif (spec is not None and spec.refresh == NO_REFRESH and channel.token_expires_at is not None
               and channel.token_expires_at - ctx.now <= timedelta(days=settings.threshold)):
             findings.append(Finding("channel_reconnect_needed", f"channel:{channel.id}", {
                 **figures, "since": None,

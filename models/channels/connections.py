@@ -431,12 +431,12 @@ class ConnectionState:
 
 def connection_state(channel: Channel, now: datetime) -> ConnectionState:
     spec = oauth_spec(channel.kind)
+    if channel.reconnect_needed_since is not None:  # any kind whose provider said so; a new secret clears it too
+        return ConnectionState("reconnect_needed", f"Reconnect needed: {channel.reconnect_reason or 'the token stopped working'}",
+                               channel.token_expires_at)
     if spec is None:
         return ConnectionState("not_oauth")
     name = network_name(channel.kind, spec)
-    if channel.reconnect_needed_since is not None:
-        return ConnectionState("reconnect_needed", f"Reconnect needed: {channel.reconnect_reason or 'the token stopped working'}",
-                               channel.token_expires_at)
     if not channel.secret_sealed:
         return ConnectionState("not_connected", f"Not connected: connect a {name} account.")
     expires = channel.token_expires_at
@@ -511,6 +511,9 @@ def refresh_channel(write_session, channel_id: int, *, seen_expiry: datetime, no
         channel = session.get(Channel, channel_id, populate_existing=True)
         kind, config = channel.kind, dict(channel.config or {})
         spec = oauth_spec(kind)
+        if spec is None:  # the kind's provider no longer connects accounts: nothing to renew
+            channel.refresh_lease_until, channel.refresh_lease_token = None, None
+            return RefreshOutcome(channel_id, "skipped", f"no provider connects {kind} channels")
         try:
             access = channel.secret(box)
             refresh_token = box.open(channel.refresh_token_sealed) if channel.refresh_token_sealed else None

@@ -69,10 +69,8 @@ def channel_health(session: Session, channel: Channel, *, now: datetime) -> Chan
 
 def channels_needing_reconnect(session: Session, workspace_id: int, now: datetime) -> list[tuple[Channel, ConnectionState]]:
     """The workspace's channels whose connected account needs a person: in reconnect needed, or expiring without refresh."""
-    kinds = oauth_kinds()
-    if not kinds:
-        return []
-    channels = session.scalars(select(Channel).where(Channel.workspace_id == workspace_id, Channel.kind.in_(kinds))
-                               .order_by(Channel.name))
+    channels = session.scalars(select(Channel).where(
+        Channel.workspace_id == workspace_id,
+        Channel.kind.in_(oauth_kinds()) | Channel.reconnect_needed_since.is_not(None)).order_by(Channel.name))
     found = [(channel, connection_state(channel, now)) for channel in channels]
     return [(channel, state) for channel, state in found if state.needs_a_person]
