@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from models.channels.action_types import ACTION_TYPES, SENDS_SETTING, sends_setting
-from models.channels.connections import forget_connection
+from models.channels.connections import forget_connection, oauth_spec
 from models.channels.limits import validate_limits
 from models.channels.providers import PROVIDERS
 from models.channels.tables import CHANNEL_NAME, Channel, ChannelEvent, ChannelKind
@@ -98,11 +98,24 @@ def shown_destination(where: str | None) -> str | None:
         return "(not a URL)"
 
 
+def _oauth_endpoints(kind: str, config: dict) -> tuple:
+    """The endpoints an OAuth kind's settings may point elsewhere (a test's fake): its tokens go there too."""
+    spec = oauth_spec(kind)
+    if spec is None:
+        return ()
+    return tuple((config or {}).get(key) for key in (spec.authorize_url_key, spec.token_url_key, spec.refresh_url_key))
+
+
 def _check_secret_follows(channel: Channel, kind: str, config: dict, secret: str | None, clear_secret: bool) -> None:
-    """A stored secret never goes to a destination it was not typed in for."""
-    if not channel.secret_sealed or secret or clear_secret:
+    """A stored secret never goes to a destination it was not typed in for (nor a connected account's refresh
+    token to another token endpoint)."""
+    if not (channel.secret_sealed or channel.refresh_token_sealed) or secret or clear_secret:
         return
-    if (channel.kind, destination(channel.kind, channel.config)) != (kind, destination(kind, config)):
+    if ((channel.kind, destination(channel.kind, channel.config), _oauth_endpoints(channel.kind, channel.config))
+            != (kind, destination(kind, config), _oauth_endpoints(kind, config))):
+        if oauth_spec(channel.kind) is not None:
+            raise InvalidInput("Changing where a connected channel sends or gets its tokens needs connecting again: "
+                               "tick Disconnect and save, then Connect.", field="secret", code="secret_required")
         raise InvalidInput("Changing where the channel sends (its kind, url, host or port) needs its secret again: "
                            "type the secret for the new destination, or remove the secret.", field="secret",
                            code="secret_required")

@@ -11,7 +11,7 @@ from models.actions import lifecycle
 from models.actions.tables import ActionEvent, ScheduledAction
 from models.channels import connections
 from models.channels.providers import PROVIDERS
-from models.channels.providers.oauth import NO_REFRESH, THREADS_REFRESH
+from models.channels.providers.oauth import INSTAGRAM_REFRESH, NO_REFRESH, THREADS_REFRESH
 from models.channels.tables import Channel
 from models.core.database import read_session, write_session
 from models.core.moves import Actor
@@ -27,7 +27,7 @@ BASE_URL = "http://tickwork.test"
 @pytest.fixture
 def app_config(app_config):
     return {**app_config, "TICKWORK_BASE_URL": BASE_URL,
-            **{name: value for kind in ("x", "linkedin", "threads")
+            **{name: value for kind in ("x", "linkedin", "threads", "instagram")
                for name, value in zip(connections.setting_names(kind), (CLIENT_ID, CLIENT_SECRET))}}
 
 
@@ -279,14 +279,17 @@ def test_a_token_without_refresh_is_announced_days_ahead_and_needs_reconnecting_
     assert "no refresh" in _channel(app, channel_id).reconnect_reason
 
 
-def test_threads_tokens_are_renewed_at_threads_own_refresh_endpoint(app, world, clock, fake, monkeypatch):
+@pytest.mark.parametrize("kind, rule", [("threads", THREADS_REFRESH), ("instagram", INSTAGRAM_REFRESH)])
+def test_meta_tokens_are_renewed_at_the_networks_own_refresh_endpoint(app, world, clock, fake, monkeypatch, kind, rule):
     fake.expires_in = 60 * 86400
-    channel_id = _channel_of(app, world, "threads", monkeypatch, fake, refresh=THREADS_REFRESH, network="Threads")
+    channel_id = _channel_of(app, world, kind, monkeypatch, fake, refresh=rule, network=kind.title())
     _connect(app, world, fake, channel_id)
     old = _secret(app, channel_id)
-    clock.advance(days=54)
+    clock.advance(days=52)
+    assert _refresh(app)["expiring"] == 0
+    clock.advance(days=2)  # 6 days left: within the 7 days ahead
     assert _refresh(app)["refreshed"] == 1
     (request,) = fake.refresh_requests
-    assert request == {"grant_type": "th_refresh_token", "access_token": old}
+    assert request == {"grant_type": rule, "access_token": old}
     assert _secret(app, channel_id) != old
     assert _channel(app, channel_id).token_expires_at == clock.now() + timedelta(seconds=5183944)

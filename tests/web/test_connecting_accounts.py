@@ -243,3 +243,19 @@ def test_reconnect_needed_shows_on_the_composer_and_the_health_page(app, browser
     health = browser_for("ops").get("/health").get_data(as_text=True)
     banner = health.split('id="reconnect-needed"', 1)[1].split("</p>", 1)[0]
     assert "main" in banner and "X refused the token (401)" in banner
+
+
+def test_pointing_a_connected_channel_at_another_token_endpoint_needs_connecting_again(
+        app, browser_for, fake, channel_id):
+    admin = browser_for("admin")
+    code, state = fake.approve(_start(admin, channel_id))
+    assert _callback(admin, code, state).status_code == 303
+    answer = admin.post(f"/channels/{channel_id}", {"name": "main", "kind": "x",
+                                                    "settings": "token_url = https://elsewhere.example/token"})
+    assert answer.status_code == 422 and "needs connecting again: tick Disconnect" in answer.get_data(as_text=True)
+    assert _channel(app, channel_id).config == {}
+    answer = admin.post(f"/channels/{channel_id}", {"name": "main", "kind": "x", "clear_secret": "yes",
+                                                    "settings": "token_url = https://elsewhere.example/token"})
+    assert answer.status_code == 303
+    channel = _channel(app, channel_id)
+    assert channel.secret_sealed is None and channel.refresh_token_sealed is None and channel.connected_account is None
