@@ -32,7 +32,7 @@ import json
 import secrets
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import httpx
@@ -102,7 +102,7 @@ class OAuthApp:
     """The app the self-hoster registered with the network, and where it sends people back."""
 
     client_id: str
-    client_secret: str = ""
+    client_secret: str = field(default="", repr=False)
     base_url: str | None = None
 
     def redirect_uri(self, kind: str) -> str:
