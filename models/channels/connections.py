@@ -139,7 +139,17 @@ def _endpoint(config: Mapping, key: str, default: str | None) -> str | None:
 
 
 def api_base(spec: OAuthSpec, config: Mapping) -> str | None:
-    return _endpoint(config, "url", spec.api_url)
+    """Where the profile path and a network's own refresh endpoint are: the channel's ``url``, else the spec's
+    ``api_url``, else the origin of its token endpoint (X, Threads and Facebook serve both from there)."""
+    found = _endpoint(config, "url", spec.api_url)
+    if found:
+        return found
+    token_url = _endpoint(config, spec.token_url_key, spec.token_url)
+    try:
+        parts = httpx.URL(token_url)
+    except (httpx.InvalidURL, TypeError):
+        return None
+    return f"{parts.scheme}://{parts.netloc.decode()}" if parts.scheme and parts.host else None
 
 
 def _scope(spec: OAuthSpec) -> str:

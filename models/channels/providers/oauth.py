@@ -32,7 +32,8 @@ class OAuthSpec:
     refresh: str = REFRESH_GRANT
     pkce: bool = True  # S256 challenge on every authorization request
     # Where the connected account's name and avatar are read once connected (relative to the
-    # channel's ``url``), or None when the token answer carries them.
+    # channel's ``url``, else ``api_url``, else the token endpoint's origin), or None when the token
+    # answer carries them.
     profile_path: str | None = None
     # Config keys (other than ``url``) the authorization endpoints take from the channel config
     # when a network lets a self-hoster point at another host, e.g. a test's loopback fake.
