@@ -46,8 +46,8 @@ from models.channels.providers import PROVIDERS
 from models.channels.providers.oauth import (INSTAGRAM_REFRESH, NO_REFRESH, REFRESH_GRANT, THREADS_REFRESH, OAuthSpec,
                                              account_from, network_name)
 from models.channels.tables import Channel, ChannelEvent, OAuthAuthorization
-from models.core.egress import egress_client, egress_transport, shown_text
-from models.core.errors import DomainError
+from models.core.egress import current_policy, egress_client, egress_transport, literal_address, shown_text
+from models.core.errors import DomainError, InvalidInput
 from models.core.moves import Actor
 from models.core.secrets_box import SecretBox, SecretUnreadable
 from models.core.types import UTCDateTime
@@ -134,8 +134,56 @@ def setup_problem(settings: Mapping, kind: str) -> str | None:
 
 
 def _endpoint(config: Mapping, key: str, default: str | None) -> str | None:
+    """A setting that points one of the network's endpoints elsewhere, if it may (see :func:`endpoint_refusal`)."""
     value = (config or {}).get(key)
-    return value.strip() if isinstance(value, str) and value.strip() else default
+    if not isinstance(value, str) or not value.strip():
+        return default
+    return value.strip() if endpoint_refusal(value.strip(), default) is None else default
+
+
+def _host_of(url: str | None) -> str | None:
+    try:
+        return httpx.URL(url).host.lower() or None if url else None
+    except (httpx.InvalidURL, TypeError):
+        return None
+
+
+def endpoint_refusal(url: str, default: str | None) -> str | None:
+    """Why a channel setting may not point an OAuth endpoint at ``url``, or None.
+
+    The app's client secret and the account's tokens go there, and the app is the operator's,
+    not a workspace's: so a setting may name the network's own host, or a destination the
+    operator opened with ``TICKWORK_EGRESS_ALLOW`` (a staging server, a test's loopback fake),
+    and nothing else.
+    """
+    host = _host_of(url)
+    if host is None or not url.startswith(("https://", "http://")):
+        return "it is not an http(s) URL"
+    if host == _host_of(default):
+        return None
+    policy = current_policy()
+    if policy.allows_name(host):
+        return None
+    address = literal_address(host)
+    if address is not None and any(address.version == net.version and address in net for net in policy.networks):
+        return None
+    return (f"it may name only the network's own host ({_host_of(default) or 'none'}) or a destination "
+            "TICKWORK_EGRESS_ALLOW opens")
+
+
+def check_endpoint_settings(kind: str, config: Mapping) -> None:
+    """Refuse (at save) a setting pointing an OAuth kind's endpoints where its secrets must not go."""
+    spec = oauth_spec(kind)
+    if spec is None:
+        return
+    for key, default in ((spec.authorize_url_key, spec.authorize_url), (spec.token_url_key, spec.token_url),
+                         (spec.refresh_url_key, spec.refresh_url or spec.token_url)):
+        value = (config or {}).get(key)
+        if value is None:
+            continue
+        why = endpoint_refusal(value, default) if isinstance(value, str) else "it is not a URL"
+        if why is not None:
+            raise InvalidInput(f"{key}: {why}.", field="settings", code="destination_not_allowed")
 
 
 def api_base(spec: OAuthSpec, config: Mapping) -> str | None:

@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from models.channels.action_types import ACTION_TYPES, SENDS_SETTING, sends_setting
-from models.channels.connections import forget_connection, oauth_spec
+from models.channels.connections import check_endpoint_settings, forget_connection, oauth_spec
 from models.channels.limits import validate_limits
 from models.channels.providers import PROVIDERS
 from models.channels.tables import CHANNEL_NAME, Channel, ChannelEvent, ChannelKind
@@ -60,6 +60,7 @@ def validate_channel(name, kind, config) -> None:
     if SENDS_SETTING in config and not sends_setting(config[SENDS_SETTING]):
         raise InvalidInput(f"sends lists the action types this channel sends: {', '.join(ACTION_TYPES)}.",
                            field="settings", code="bad_setting")
+    check_endpoint_settings(kind, config)  # an OAuth kind's endpoints: where the app's secret and the tokens go
     # A provider that reads settings beyond these checks them itself (smtp: port, security, ca_file, tls_verify).
     check_settings = getattr(PROVIDERS.get(kind), "validate_config", None)
     if check_settings is not None:

@@ -250,12 +250,23 @@ def test_pointing_a_connected_channel_at_another_token_endpoint_needs_connecting
     admin = browser_for("admin")
     code, state = fake.approve(_start(admin, channel_id))
     assert _callback(admin, code, state).status_code == 303
-    answer = admin.post(f"/channels/{channel_id}", {"name": "main", "kind": "x",
-                                                    "settings": "token_url = https://elsewhere.example/token"})
+    moved = f"token_url = {fake.url('/staging/oauth2/token')}"
+    answer = admin.post(f"/channels/{channel_id}", {"name": "main", "kind": "x", "settings": moved})
     assert answer.status_code == 422 and "needs connecting again: tick Disconnect" in answer.get_data(as_text=True)
     assert _channel(app, channel_id).config == {}
     answer = admin.post(f"/channels/{channel_id}", {"name": "main", "kind": "x", "clear_secret": "yes",
-                                                    "settings": "token_url = https://elsewhere.example/token"})
+                                                    "settings": moved})
     assert answer.status_code == 303
     channel = _channel(app, channel_id)
     assert channel.secret_sealed is None and channel.refresh_token_sealed is None and channel.connected_account is None
+
+
+def test_a_setting_may_point_the_oauth_endpoints_only_at_the_network_or_where_the_operator_allows(
+        app, browser_for, fake, channel_id):
+    admin = browser_for("admin")
+    for key in ("token_url", "authorize_url", "refresh_url"):
+        answer = admin.post(f"/channels/{channel_id}", {"name": "main", "kind": "x",
+                                                        "settings": f"{key} = https://collector.example/steal"})
+        assert answer.status_code == 422, key
+        assert "may name only the network" in answer.get_data(as_text=True)
+    assert _channel(app, channel_id).config == {}
