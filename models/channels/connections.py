@@ -334,6 +334,21 @@ def exchange_code(pending: OAuthAuthorization, code: str, *, channel_config: Map
                                         **({"code_verifier": verifier} if verifier else {}))
     except (OAuthError, httpx.HTTPError, ValueError) as exc:
         raise ConnectionFailed(_network_words(exc, f"{network_name(pending.kind, spec)}'s token endpoint")) from None
+    answer = dict(answer)
+    finish = getattr(PROVIDERS.get(pending.kind), "finish_connect", None)
+    if finish is not None:
+        # Meta's networks answer the code with a short-lived token, exchanged for a long-lived one here
+        # (Threads' th_exchange_token, Instagram's ig_exchange_token, Facebook's fb_exchange_token and the
+        # Page's own token): the provider knows how, with this egress client and the app's credentials.
+        try:
+            with egress_client(timeout=timeout, follow_redirects=False) as http:
+                answer = finish(answer, http=http, client_id=app.client_id, client_secret=app.client_secret,
+                                config=dict(channel_config or {}))
+        except (httpx.HTTPError, ValueError, KeyError) as exc:
+            raise ConnectionFailed(_network_words(exc, f"{network_name(pending.kind, spec)}'s long-lived token "
+                                                       "exchange")) from None
+        if not isinstance(answer, Mapping):
+            raise ConnectionFailed(f"{network_name(pending.kind, spec)}'s long-lived token exchange gave no token.")
     return _tokens(answer, now)
 
 

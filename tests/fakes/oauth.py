@@ -54,6 +54,8 @@ class FakeAuthorizationServer:
         server.expect_request("/refresh_access_token", method="GET").respond_with_handler(self._meta_refresh)
         server.expect_request("/avatar.png", method="GET").respond_with_data(_avatar_png(), content_type="image/png")
         server.expect_request("/2/tweets", method="POST").respond_with_handler(self._tweet)
+        server.expect_request("/access_token", method="GET").respond_with_handler(self._meta_exchange)
+        self.exchange_requests: list[dict] = []
 
     def url(self, path: str) -> str:
         return self.server.url_for(path)
@@ -159,6 +161,17 @@ class FakeAuthorizationServer:
         if self.refuse_refresh or request.args.get("access_token") not in self.access_tokens:
             return Response(json.dumps({"error": {"message": "Error validating access token", "type": "OAuthException",
                                                   "code": 190}}), status=400, content_type="application/json")
+        access = secrets.token_urlsafe(24)
+        self.access_tokens.add(access)
+        return Response(json.dumps({"access_token": access, "token_type": "bearer", "expires_in": 5183944}),
+                        content_type="application/json")
+
+    def _meta_exchange(self, request: Request) -> Response:
+        """Threads' GET /access_token?grant_type=th_exchange_token: a short-lived token for a 60-day one."""
+        self.exchange_requests.append(request.args.to_dict())
+        if request.args.get("client_secret") != CLIENT_SECRET or request.args.get("access_token") not in self.access_tokens:
+            return Response(json.dumps({"error": {"message": "Invalid OAuth access token", "code": 190}}), status=400,
+                            content_type="application/json")
         access = secrets.token_urlsafe(24)
         self.access_tokens.add(access)
         return Response(json.dumps({"access_token": access, "token_type": "bearer", "expires_in": 5183944}),

@@ -293,3 +293,22 @@ def test_meta_tokens_are_renewed_at_the_networks_own_refresh_endpoint(app, world
     assert request == {"grant_type": rule, "access_token": old}
     assert _secret(app, channel_id) != old
     assert _channel(app, channel_id).token_expires_at == clock.now() + timedelta(seconds=5183944)
+
+
+def test_a_provider_may_exchange_the_codes_short_lived_token_for_a_long_lived_one(
+        app, world, clock, fake, monkeypatch):
+    fake.expires_in = 3600  # Threads answers the code with a token good for an hour
+    channel_id = _channel_of(app, world, "threads", monkeypatch, fake, refresh=THREADS_REFRESH, network="Threads")
+
+    def finish_connect(answer, *, http, client_id, client_secret, config):
+        long_lived = http.get(fake.url("/access_token"), params={
+            "grant_type": "th_exchange_token", "client_secret": client_secret, "access_token": answer["access_token"]})
+        long_lived.raise_for_status()
+        return {**long_lived.json(), "user_id": answer.get("user_id")}
+
+    PROVIDERS["threads"].finish_connect = finish_connect
+    _connect(app, world, fake, channel_id)
+    (exchange,) = fake.exchange_requests
+    assert exchange["grant_type"] == "th_exchange_token" and exchange["client_secret"] == CLIENT_SECRET
+    assert exchange["access_token"] != _secret(app, channel_id)  # the short-lived one, traded in
+    assert _channel(app, channel_id).token_expires_at == clock.now() + timedelta(seconds=5183944)

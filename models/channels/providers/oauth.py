@@ -12,7 +12,10 @@ and the network sends the person back to ``TICKWORK_BASE_URL/oauth/callback/<kin
 :mod:`models.channels.connections` runs the flow (Authlib, through the egress policy); a
 provider only declares it here. A provider may also offer ``read_account(body) -> dict``
 (``id``, ``name``, ``username``, ``avatar_url``) when its profile answer is shaped unlike
-the common ones :func:`account_from` reads.
+the common ones :func:`account_from` reads, and ``finish_connect(answer, *, http, client_id,
+client_secret, config) -> dict`` to turn the code's token answer into the one to keep (Meta's
+short-lived token exchanged for a long-lived one, a Facebook Page's own token), calling out with
+``http`` (an egress client) only.
 """
 
 from dataclasses import dataclass
