@@ -16,6 +16,7 @@ from models.posts.reconciler import run_reconciler
 from models.recurring.expander import run_expander
 from models.clock.tick import run_recovery, run_tick
 from models.accounts.idempotency import forget_expired
+from models.channels.connections import refresh_connections
 from models.clock.runs import run_recorded
 from models.core.database import write_session
 from models.core.runtime import runtime
@@ -60,3 +61,20 @@ def drip_advance_once() -> dict:
     rt = runtime()
     return run_drip_advance(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box,
                             base_url=current_app.config.get("TICKWORK_BASE_URL"), announce=rt.announce_due)
+
+
+def refresh_tokens_once() -> dict:
+    """Renew every connected account's token due by now; a refresh refused puts its channel in reconnect needed."""
+    rt = runtime()
+    settings = current_app.config
+
+    def one_pass(_run_id: int) -> dict:
+        outcomes = refresh_connections(write_session, now_fn=rt.now, box=rt.secret_box, settings=settings,
+                                       timeout=rt.policy.provider_timeout.total_seconds())
+        counts: dict[str, int] = {}
+        for outcome in outcomes:
+            counts[outcome.outcome] = counts.get(outcome.outcome, 0) + 1
+        return {"expiring": len(outcomes), **counts,
+                "channels": [{"channel_id": o.channel_id, "outcome": o.outcome, "message": o.message} for o in outcomes]}
+
+    return run_recorded("refresh-tokens", one_pass, clock=rt.clock)

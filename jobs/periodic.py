@@ -35,6 +35,7 @@ class ClockJob:
 
 
 EVERY_MINUTE = crontab(minute="*")
+EVERY_FIVE_MINUTES = crontab(minute="*/5")
 EVERY_HOUR = crontab(minute="7")  # "daily" work runs hourly: a redeploy cannot skip it for a day
 HOURLY = lambda policy: timedelta(hours=1)  # noqa: E731
 
@@ -81,6 +82,9 @@ CLOCK_JOBS: list[ClockJob] = [
     ClockJob("archive", EVERY_HOUR, retention.archive_once,
              "Copy terminal history older than TICKWORK_RETENTION_DAYS into monthly archive files, then prune it; "
              "prune old clock runs, outbox entries and heartbeats.", dry_run=retention.archive_dry_run, period=HOURLY),
+    ClockJob("refresh-tokens", EVERY_FIVE_MINUTES, clock.refresh_tokens_once,
+             "Renew connected accounts' tokens ahead of expiry, one refresher per channel; a refresh the network "
+             "refuses puts the channel in reconnect needed.", period=lambda policy: timedelta(minutes=5)),
     ClockJob("alerts", EVERY_MINUTE, alerts_pass,
              "Evaluate the alert rules: raise what holds, remind after each cooldown, resolve what stopped; "
              "prints {fired, resolved, firing}."),

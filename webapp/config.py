@@ -82,6 +82,9 @@ def default_settings(instance_path: str) -> dict:
         "TICKWORK_MEDIA_MAX_IMAGE_BYTES": os.environ.get("TICKWORK_MEDIA_MAX_IMAGE_BYTES") or 20 * 1024 * 1024,
         "TICKWORK_MEDIA_MAX_GIF_BYTES": os.environ.get("TICKWORK_MEDIA_MAX_GIF_BYTES") or 15 * 1024 * 1024,
         "TICKWORK_MEDIA_MAX_VIDEO_BYTES": os.environ.get("TICKWORK_MEDIA_MAX_VIDEO_BYTES") or 100 * 1024 * 1024,
+        # Connected accounts: each network's app, TICKWORK_OAUTH_<KIND>_CLIENT_ID and _CLIENT_SECRET
+        # (models/channels/connections.py).
+        **{name: value for name, value in os.environ.items() if name.startswith("TICKWORK_OAUTH_") and value},
     }
 
 

@@ -27,6 +27,9 @@ PUBLIC_ROUTES: dict[str, str] = {
     "invitations.show": "an invitation's id signed with the app's secret, expiring with it; shows the invitation "
                         "and changes nothing (answering it needs the invited person signed in, with a CSRF token)",
     "drip_public.twilio_inbound": "X-Twilio-Signature: HMAC-SHA1 of the URL and parameters with the channel's auth token",
+    "channels.oauth_callback": "the authorization's state: issued by a Connect, stored hashed, one use, ten minutes, "
+                               "and only for the signed-in person who started it; the code is then exchanged with "
+                               "its PKCE verifier. A wrong, reused or expired state answers 400 and changes nothing",
     "media.public_file": "a media link's token: one item's id and an expiry, signed with a key derived from the app's "
                          "secret; an altered or expired one answers 404",
 }

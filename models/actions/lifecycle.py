@@ -5,7 +5,7 @@
     ┌─hold─┐
     queued ──claim──▶ submitted ──publish──▶ published
       │  ▲               │  │
-      │  └────revert─────┘  └──fail──▶ failed ◀──miss── queued
+      │  └────revert─────┘  └──fail──▶ failed ◀──miss, strand── queued
       │                                  │  ▲
       │                                  │  └──doubt── queued, submitted (after a restore)
       │                                  └──retry──▶ queued
@@ -19,6 +19,7 @@
 | fail    | submitted               | failed     | claim token (or the recovery cut-off)                | failure_code, last_error, finished_at   |
 | revert  | submitted               | queued     | claim token; only when the provider was never reached | next_attempt_at, last_error            |
 | miss    | queued                  | failed     | —                                                    | failure_code (missed_window, duplicate_of_published, attempts_exhausted, content_error), finished_at |
+| strand  | queued                  | failed     | due now, its channel needs reconnecting (read in the same UPDATE) | failure_code reconnect_needed, last_error, finished_at; not an attempt, no claim |
 | cancel  | queued                  | cancelled  | the workspace                                        | cancel_kind, finished_at                |
 | retry   | failed                  | queued     | the workspace, attempts left                         | next_attempt_at = now; clears last_error |
 | hold    | queued                  | queued     | due now                                              | next_attempt_at = when the channel has room; the lateness carried (``action_holds``); not an attempt |
@@ -42,7 +43,12 @@ and the caller's transaction stays usable (a savepoint on PostgreSQL; SQLite und
 the statement). :class:`~models.core.moves.Moved` carries the row as the UPDATE returned
 it, detached from the session; ``Refused`` carries the row as it was found.
 
-``attempt_count`` counts claims: every claim adds one, revert, retry and hold do not change it.
+``strand`` is the dispatch's move for a row due on a channel whose connected account needs
+reconnecting (``channels.reconnect_needed_since``): failed for good with a message saying so,
+never claimed, never handed to a provider, never "outcome unknown". Its UPDATE reads the
+channel's state itself, so a channel reconnected a moment ago strands nothing.
+
+``attempt_count`` counts claims: every claim adds one; revert, retry, hold and strand do not change it.
 A hold is the one move that keeps the status: a row its channel's limit holds back stays
 queued, due again when the channel has room, and its lateness is measured without the wait.
 The attempt budget comes from the policy (``Policy.max_attempts``); callers pass theirs.
@@ -61,6 +67,7 @@ from sqlalchemy.orm import Session
 
 from models.actions.guard import classify_integrity_error
 from models.actions.tables import ActionEvent, ActionHold, CancelKind, FailureCode, ScheduledAction, Status, due_by
+from models.channels.tables import Channel
 from models.core.events import event_values
 from models.core.ids import ids_in
 from models.core.moves import Actor, Moved, Outcome, Refusal, Refused
@@ -75,7 +82,7 @@ NOW = bindparam("now", type_=UTCDateTime())
 
 
 class Move(str, enum.Enum):
-    """The ten ways a row may move: eight change its status, ``hold`` keeps it queued for later and ``ask``
+    """The eleven ways a row may move: nine change its status, ``hold`` keeps it queued for later and ``ask``
     keeps it submitted while its provider is asked whether the send landed."""
 
     CLAIM = "claim"
@@ -88,6 +95,7 @@ class Move(str, enum.Enum):
     HOLD = "hold"
     DOUBT = "doubt"
     ASK = "ask"
+    STRAND = "strand"
 
 
 # The table above, as data: each statement below takes its source and target from here.
@@ -102,6 +110,7 @@ ALLOWED_MOVES: dict[Move, tuple[frozenset[Status], Status]] = {
     Move.HOLD: (frozenset({Status.QUEUED}), Status.QUEUED),
     Move.DOUBT: (frozenset({Status.QUEUED, Status.SUBMITTED}), Status.FAILED),
     Move.ASK: (frozenset({Status.SUBMITTED}), Status.SUBMITTED),
+    Move.STRAND: (frozenset({Status.QUEUED}), Status.FAILED),
 }
 
 
@@ -199,6 +208,13 @@ REVERT = _statement(Move.REVERT, Status.SUBMITTED, _TOKEN,
                     last_error=bindparam("message"), claim_token=None, submitted_at=None).returning(*_c)
 
 MISS = _statement(Move.MISS, Status.QUEUED, **_FAILED).returning(*_c)
+
+_channels = Channel.__table__.c
+STRAND = _statement(Move.STRAND, Status.QUEUED, due_by(NOW),
+                    select(_channels.id).where(_channels.id == _c.channel_id,
+                                               _channels.reconnect_needed_since.is_not(None)).exists(),
+                    failure_code=FailureCode.RECONNECT_NEEDED.value, last_error=bindparam("message"),
+                    finished_at=NOW).returning(*_c)
 
 CANCEL = _statement(Move.CANCEL, Status.QUEUED, _WORKSPACE,
                     cancel_kind=bindparam("given_cancel_kind"), finished_at=NOW).returning(*_c)
@@ -486,6 +502,13 @@ def miss(session: Session, action_id: int, *, code: FailureCode, message: str, n
                                  "now": now}).one_or_none()
     return _moved_or_refused(session, row, Status.QUEUED, Status.FAILED, action_id=action_id, now=now, actor=actor,
                              reason=message)
+
+
+def strand(session: Session, action_id: int, *, message: str, now: datetime, actor: Actor) -> Outcome:
+    """queued → failed as reconnect_needed: due on a channel whose account needs reconnecting. Not an attempt."""
+    row = session.execute(STRAND, {"action_id": action_id, "message": message, "now": now}).one_or_none()
+    return _moved_or_refused(session, row, Status.QUEUED, Status.FAILED, action_id=action_id, now=now, actor=actor,
+                             reason=message, otherwise=Refusal.NOT_DUE)
 
 
 def cancel(session: Session, action_id: int, *, kind: CancelKind, now: datetime, actor: Actor, workspace_id: int,

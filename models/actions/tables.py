@@ -60,6 +60,7 @@ class FailureCode(str, enum.Enum):
     DUPLICATE_OF_PUBLISHED = "duplicate_of_published"  # a sibling already published
     ATTEMPTS_EXHAUSTED = "attempts_exhausted"  # every attempt of its budget was used
     CONTENT_ERROR = "content_error"  # its content could not be built (a template error): refused for good, never sent
+    RECONNECT_NEEDED = "reconnect_needed"  # its channel's connected account needs reconnecting: never sent
 
 
 def _check_in(column: str, enum_cls) -> str:

@@ -16,6 +16,7 @@ a workspace's own in its settings (``alert_rule_settings``).
 | ``channel_failures``  | workspace          | a channel failed more than N sends in the window (top reasons shown)| 10 sends                    | 10 min  |
 | ``outcome_unknown``   | workspace          | rows failed as "outcome unknown" or "worker lost" in the window, still failed (a person must decide) | more than 0 | 24 h |
 | ``channel_throttled`` | workspace          | a channel's rate, concurrency or Retry-After pause holds back a row due more than N minutes ago | 15 minutes | — |
+| ``channel_reconnect_needed`` | workspace     | a channel's connected account needs reconnecting (a refresh refused, the token refused at a send), or its token has no refresh and expires within N days | 7 days (expiring tokens) | — |
 | ``work_auto_paused``  | workspace          | a work's schedule was paused by its failures                         | —                           | —       |
 | ``drip_step_failing`` | workspace          | a drip campaign's step failed more than N sends in the window       | 3 sends                     | 24 h    |
 | ``recurring_missing`` | workspace          | a recurring rule's last N finished occurrences all failed           | 3 occurrences               | —       |
@@ -39,6 +40,8 @@ from sqlalchemy.orm import Session
 
 from models.actions.tables import ActionEvent, ActionHold, FailureCode, Origin, ScheduledAction, Status
 from models.alerts.tables import INSTANCE, AlertRuleSetting, workspace_scope
+from models.channels.connections import oauth_kinds, oauth_spec
+from models.channels.providers.oauth import NO_REFRESH, network_name
 from models.channels.tables import Channel, ChannelThrottle
 from models.clock.tables import ClockRun, ConsumerHeartbeat
 from models.clock.tick import TICK
@@ -358,6 +361,41 @@ def channel_throttled(ctx: Context) -> list[Finding]:
     return findings
 
 
+def channel_reconnect_needed(ctx: Context) -> list[Finding]:
+    """One finding per channel in "reconnect needed", or whose token cannot be renewed and expires within N days.
+
+    This alert is the workspace's notice of it (the bell and the alert destinations): it
+    replaces a notification of its own, so a channel's trouble is announced once.
+    """
+    channels = list(ctx.session.scalars(select(Channel).where(
+        Channel.reconnect_needed_since.is_not(None)
+        | (Channel.kind.in_(oauth_kinds()) & Channel.token_expires_at.is_not(None)))))
+    chosen = _workspaces(ctx, "channel_reconnect_needed", (c.workspace_id for c in channels))
+    findings = []
+    for channel in sorted(channels, key=lambda c: c.id):
+        settings = chosen.get(channel.workspace_id)
+        if settings is None:
+            continue
+        spec = oauth_spec(channel.kind)
+        network = network_name(channel.kind, spec)
+        figures = {"channel_id": channel.id, "channel": channel.name, "network": network,
+                   "account": (channel.connected_account or {}).get("username")
+                   or (channel.connected_account or {}).get("name"),
+                   "token_expires_at": _iso(channel.token_expires_at)}
+        if channel.reconnect_needed_since is not None:
+            findings.append(Finding("channel_reconnect_needed", f"channel:{channel.id}", {
+                **figures, "since": _iso(channel.reconnect_needed_since), "reason": channel.reconnect_reason,
+            }, workspace_id=channel.workspace_id, title=f"Reconnect the {network} channel {channel.name!r}"))
+        elif (spec is not None and spec.refresh == NO_REFRESH and channel.token_expires_at is not None
+              and channel.token_expires_at - ctx.now <= timedelta(days=settings.threshold)):
+            findings.append(Finding("channel_reconnect_needed", f"channel:{channel.id}", {
+                **figures, "since": None,
+                "reason": f"{network} offers no refresh for this token: reconnect before it expires",
+            }, workspace_id=channel.workspace_id,
+                title=f"Reconnect the {network} channel {channel.name!r} before its token expires"))
+    return findings
+
+
 def work_auto_paused(ctx: Context) -> list[Finding]:
     rows = ctx.session.execute(
         select(WorkSchedule, Work.name)
@@ -452,6 +490,8 @@ RULES: dict[str, Rule] = {rule.name: rule for rule in (
          unit="rows"),
     Rule("channel_throttled", "workspace", _settings(15), "A channel is throttled", channel_throttled,
          unit="minutes"),
+    Rule("channel_reconnect_needed", "workspace", _settings(7), "A channel needs reconnecting",
+         channel_reconnect_needed, unit="days"),
     Rule("work_auto_paused", "workspace", _settings(0), "A work was paused by its failures", work_auto_paused),
     Rule("drip_step_failing", "workspace", _settings(3, 24 * 60), "A drip step keeps failing", drip_step_failing,
          unit="sends"),

@@ -25,6 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from models.channels.action_types import ACTION_TYPES, SENDS_SETTING, sends_setting
+from models.channels.connections import check_endpoint_settings, forget_connection, oauth_spec
 from models.channels.limits import validate_limits
 from models.channels.providers import PROVIDERS, SendContext
 from models.channels.providers.http import http_client
@@ -66,6 +67,7 @@ def validate_channel(name, kind, config) -> None:
     if SENDS_SETTING in config and not sends_setting(config[SENDS_SETTING]):
         raise InvalidInput(f"sends lists the action types this channel sends: {', '.join(ACTION_TYPES)}.",
                            field="settings", code="bad_setting")
+    check_endpoint_settings(kind, config)  # an OAuth kind's endpoints: where the app's secret and the tokens go
     # A provider that reads settings beyond these checks them itself (smtp: port, security, ca_file, tls_verify).
     check_settings = getattr(PROVIDERS.get(kind), "validate_config", None)
     if check_settings is not None:
@@ -126,11 +128,24 @@ def shown_destination(where: str | None) -> str | None:
         return "(not a URL)"
 
 
+def _oauth_endpoints(kind: str, config: dict) -> tuple:
+    """The endpoints an OAuth kind's settings may point elsewhere (a test's fake): its tokens go there too."""
+    spec = oauth_spec(kind)
+    if spec is None:
+        return ()
+    return tuple((config or {}).get(key) for key in (spec.authorize_url_key, spec.token_url_key, spec.refresh_url_key))
+
+
 def _check_secret_follows(channel: Channel, kind: str, config: dict, secret: str | None, clear_secret: bool) -> None:
-    """A stored secret never goes to a destination it was not typed in for."""
-    if not channel.secret_sealed or secret or clear_secret:
+    """A stored secret never goes to a destination it was not typed in for (nor a connected account's refresh
+    token to another token endpoint)."""
+    if not (channel.secret_sealed or channel.refresh_token_sealed) or secret or clear_secret:
         return
-    if (channel.kind, destination(channel.kind, channel.config)) != (kind, destination(kind, config)):
+    if ((channel.kind, destination(channel.kind, channel.config), _oauth_endpoints(channel.kind, channel.config))
+            != (kind, destination(kind, config), _oauth_endpoints(kind, config))):
+        if oauth_spec(channel.kind) is not None:
+            raise InvalidInput("Changing where a connected channel sends or gets its tokens needs connecting again: "
+                               "tick Disconnect and save, then Connect.", field="secret", code="secret_required")
         raise InvalidInput("Changing where the channel sends (its kind, url, host or port) needs its secret again: "
                            "type the secret for the new destination, or remove the secret.", field="secret",
                            code="secret_required")
@@ -185,6 +200,11 @@ def save_channel(
         channel.set_secret(box, None)
     elif secret:
         channel.set_secret(box, secret)
+    if clear_secret or secret:
+        # A connected account's refresh token and expiry belong to the token they came with.
+        forget_connection(channel)
+        if clear_secret:
+            channel.connected_account, channel.connected_at = None, None
     try:
         with session.begin_nested():
             session.flush()

@@ -36,6 +36,21 @@ class Channel(Base):
     config: Mapped[dict] = mapped_column(JSON, default=dict)
     secret_sealed: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # A connected account (an OAuth kind, models.channels.connections): the access token is the
+    # secret above; its refresh token is sealed beside it, never shown, and both are replaced together.
+    refresh_token_sealed: Mapped[str | None] = mapped_column(Text)
+    token_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())  # None: the token does not expire
+    token_obtained_at: Mapped[datetime | None] = mapped_column(UTCDateTime())  # when the current token was issued
+    # Who the channel posts as: {"id", "name", "username", "avatar_url"}, read once connected.
+    connected_account: Mapped[dict | None] = mapped_column(JSON)
+    connected_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # Set while the connection needs renewing by a person (a refresh failed, the network refused the
+    # token): due rows fail as reconnect_needed instead of being sent. A successful Connect clears it.
+    reconnect_needed_since: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    reconnect_reason: Mapped[str | None] = mapped_column(Text)
+    # The refresh in progress, if any: one refresher per channel at a time (single-use refresh tokens).
+    refresh_lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    refresh_lease_token: Mapped[str | None] = mapped_column(String(32))
 
     __table_args__ = (
         CheckConstraint(
@@ -96,3 +111,31 @@ class ChannelThrottle(Base):
     paused_until: Mapped[datetime | None] = mapped_column(UTCDateTime())  # no send before this (Retry-After)
     pause_reason: Mapped[str | None] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class OAuthAuthorization(Base):
+    """An authorization request in flight: sent to the network by a Connect, answered at the callback.
+
+    Kept on the server, never in the cookie: its ``state`` is stored as a SHA-256 (the callback
+    looks it up by that), the PKCE verifier sealed like a secret. Bound to the person and the
+    workspace that started it, good for one answer (``used_at``) within ten minutes.
+    """
+
+    __tablename__ = "oauth_authorizations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    state_hash: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(16))
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="RESTRICT"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id", ondelete="RESTRICT"))
+    verifier_sealed: Mapped[str | None] = mapped_column(Text)
+    redirect_uri: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    used_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+    __table_args__ = (
+        Index("ux_oauth_authorizations_state_hash", "state_hash", unique=True),
+        Index("ix_oauth_authorizations_created_at", "created_at"),
+    )

@@ -53,6 +53,8 @@ about to start; a local chunk's transaction is all or nothing, so none. docs/arc
 | permanent               | failed permanent, with the provider's words                             |
 | unknown                 | asked of a provider that can be asked (models.clock.settling) first; then failed outcome_unknown, or retried with the same key if the provider honours one, or left submitted for recovery to ask again if the provider's answers lag |
 | no room on the channel  | (before any claim) held: still queued, due when the channel has room; not an attempt, not lateness |
+| channel needs reconnecting | (before any claim) failed reconnect_needed (``lifecycle.strand``): not an attempt, never sent |
+| permanent, token refused as expired or revoked (``reconnect_needed``) | a channel with a refresh token: reverted like retry later (the channel paused ``RENEWAL_WAIT``), its token counted expired so the next refresh pass renews it; else failed reconnect_needed, and the channel marked "reconnect needed" in the same transaction |
 
 Only the worker whose claim flipped the row talks to the provider, so a row is handed to
 a provider at most once per claim, and a claim happens at most ``max_attempts`` times.
@@ -76,6 +78,7 @@ from models.actions.tables import ActionHold, CancelKind, FailureCode, Scheduled
 from models.timing.backoff import backoff_delay
 from models.timing.clock import Clock
 from models.channels.limits import limits_for
+from models.channels.connections import RENEWAL_WAIT, mark_reconnect_needed, reconnect_message, renew_soon
 from models.channels.tables import Channel, ChannelThrottle
 from models.clock import pacing, settling
 from models.core.database import read_session, write_session
@@ -99,7 +102,7 @@ class DispatchOutcome:
     PUBLISHED = "published"
     REVERTED = "reverted"  # back to queued, to be tried again
     FAILED = "failed"  # reason: the failure code
-    MISSED = "missed"  # failed before any claim: reason missed_window / duplicate_of_published / attempts_exhausted
+    MISSED = "missed"  # failed before any claim: reason missed_window / duplicate_of_published / attempts_exhausted / reconnect_needed
     SKIPPED = "skipped"  # nothing done: reason not_found / cancelled / submitted / published / failed / not_due / draining
     HELD = "held"  # still queued, due again when its channel has room: reason rate / concurrency / paused
     ASKING = "asking"  # still submitted, outcome unknown: its provider is asked again by recovery (models.clock.settling)
@@ -409,7 +412,7 @@ def _dispatch_one(looked: _Looked, limits, context: DispatchContext, actor: Acto
     slot = None
     with write_session(context.engine) as session:
         now = context.clock.now()
-        stopped = _stop_in(session, [row], context, now, actor)
+        stopped = _stop_in(session, [row], context, now, actor, channels=[channel])
         if stopped:
             return stopped[row.id]
         gate = None
@@ -625,7 +628,8 @@ def _claim_for_sending(batch: list[_Looked], context: DispatchContext, actor: Ac
     policy, hooks = context.policy, context.hooks
     with write_session(context.engine) as session:
         now = context.clock.now()
-        decided.update(_stop_in(session, [looked.row for looked in batch], context, now, actor))
+        decided.update(_stop_in(session, [looked.row for looked in batch], context, now, actor,
+                                channels=[looked.channel for looked in batch]))
         batch = [looked for looked in batch if looked.row.id not in decided]
         # Read in the claim's transaction, not in the look: a pause another row's 429 set a
         # moment ago holds these rows too.
@@ -781,14 +785,26 @@ _HOLD_OF = select(ActionHold.late_from).join(ScheduledAction, and_(
 
 
 def _stop_in(session, rows: list[ScheduledAction], context: DispatchContext, now: datetime,
-             actor: Actor) -> dict[int, DispatchResult]:
-    """In the claim's write transaction: cancel (or fail as missed) the rows a wing's pre-send check stops.
+             actor: Actor, channels=()) -> dict[int, DispatchResult]:
+    """In the claim's write transaction: cancel (or fail as missed) the rows a wing's pre-send check stops,
+    then fail as reconnect_needed (``lifecycle.strand``) the rows due on a channel, among ``channels`` as the look
+    read them, whose connected account needs reconnecting: never claimed, never an attempt.
 
     Asked before the rows themselves are locked or claimed, so a check that reads (and
     locks) its wing's rows takes its locks in the same order as the wing's own writes.
     """
     results = {}
     workspaces = {row.id: row.workspace_id for row in rows}
+    stranded = {channel.id: channel for channel in channels if channel.reconnect_needed_since is not None}
+    if stranded:
+        for row in rows:
+            channel = stranded.get(row.channel_id)
+            if channel is None:
+                continue
+            outcome = lifecycle.strand(session, row.id, message=reconnect_message(channel), now=now, actor=actor)
+            if outcome.ok:
+                results[row.id] = DispatchResult(row.id, DispatchOutcome.MISSED, FailureCode.RECONNECT_NEEDED.value)
+        rows = [row for row in rows if row.id not in results]
     for action_id, stop in context.hooks.stops(session, rows, now).items():
         if stop.failure_code is not None:
             results[action_id] = _miss(session, action_id, FailureCode(stop.failure_code), stop.reason, now, actor)
@@ -903,7 +919,8 @@ def deliver_locally(
     results: dict[int, DispatchResult] = {}
     with write_session(context.engine) as session:
         now = context.clock.now()
-        results.update(_stop_in(session, [row for row, _ in rows], context, now, actor))
+        results.update(_stop_in(session, [row for row, _ in rows], context, now, actor,
+                                channels=[channel for _, channel in rows]))
         rows = [(row, channel) for row, channel in rows if row.id not in results]
         if session.connection().dialect.name == "postgresql":
             mine = set(session.scalars(_LOCK_QUEUED, {"action_ids": [row.id for row, _ in rows]}))
@@ -1043,6 +1060,13 @@ def _record_in(session, action: ScheduledAction, channel_kind: str, result: Send
                actor: Actor, now: datetime) -> DispatchResult:
     """In the caller's write transaction: the move the provider's outcome calls for, with the claim token."""
     token = action.claim_token
+    reconnect = result.reconnect_needed and result.outcome is SendOutcome.PERMANENT
+    if reconnect and renew_soon(session, action.channel_id, now=now):
+        # Refused before anything was posted, and the channel can still renew its token: the refresh pass
+        # renews it, and every row of the channel waits for that instead of failing.
+        reconnect = False
+        result = SendResult(SendOutcome.RETRY_LATER, f"{result.message}; the token is being renewed",
+                            retry_after=RENEWAL_WAIT)
     retry_with_key = result.outcome is SendOutcome.UNKNOWN and _honours_idempotency_key(channel_kind)
     settling.record_asked_in(session, action, result, now=now, actor=actor)
     if result.outcome is SendOutcome.UNKNOWN and not retry_with_key and settling.leaves_for_later(channel_kind):
@@ -1072,6 +1096,12 @@ def _record_in(session, action: ScheduledAction, channel_kind: str, result: Send
         outcome = _result(action.id, moved, DispatchOutcome.REVERTED, result.outcome.value)
         return DispatchResult(action.id, outcome.outcome, outcome.reason, retry_at if moved.ok else None)
     code = FailureCode.PERMANENT if result.outcome is SendOutcome.PERMANENT else FailureCode.OUTCOME_UNKNOWN
+    if reconnect:
+        # The network refused the token as expired or revoked and nothing can renew it: every later row of the
+        # channel would meet the same refusal, so the channel waits for a person to reconnect it.
+        code = FailureCode.RECONNECT_NEEDED
+        mark_reconnect_needed(session, action.channel_id, reason=result.message or "the network refused the token",
+                              now=now)
     moved = lifecycle.fail(session, action.id, code=code, claim_token=token, now=now, actor=actor,
                            message=result.message)
     return _result(action.id, moved, DispatchOutcome.FAILED, code.value)

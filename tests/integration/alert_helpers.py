@@ -12,7 +12,7 @@ from models.core.runtime import runtime
 from models.notifications.tables import Notification
 
 # Every clock job but the tick and the alerts pass itself.
-OTHER_JOBS = ("reconcile", "drip-advance", "dispatch-works", "forget-keys", "expand", "archive")
+OTHER_JOBS = ("reconcile", "drip-advance", "dispatch-works", "forget-keys", "expand", "archive", "refresh-tokens")
 
 
 def alerts_pass(app, **kwargs) -> dict:

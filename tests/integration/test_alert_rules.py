@@ -1,6 +1,7 @@
 """Each alert rule holds when its figures say so, and only then; settings change thresholds per workspace."""
 
 import pytest
+from sqlalchemy import select
 
 from models.actions import lifecycle as action_lifecycle
 from models.alerts.operations import save_rule_setting
@@ -143,6 +144,30 @@ def test_a_channel_throttled_for_more_than_fifteen_minutes_fires_with_its_held_r
     tick(app)
     (fired,) = alerts_pass(app, rules=["channel_throttled"])["fired"]
     assert fired["figures"]["channel"] == "slow" and 1 <= fired["figures"]["held_rows"] < 20
+
+
+def test_a_channel_in_reconnect_needed_fires_per_workspace_and_reconnecting_resolves_it(app, world, clock):
+    from models.channels.connections import mark_reconnect_needed
+    from models.channels.operations import save_channel
+    from models.channels.tables import Channel
+    from models.core.runtime import runtime
+
+    other = make_channel(app, "mastodon", {"url": "https://mastodon.example"}, secret="s", name="toots",
+                         workspace="Other")
+    with app.app_context(), write_session() as session:
+        channel = session.scalar(select(Channel).where(Channel.workspace_id == world.workspace_id))
+        mark_reconnect_needed(session, channel.id, reason="the network refused the token (401)", now=clock.now())
+        channel_id = channel.id
+    assert alerts_pass(app, rules=["channel_reconnect_needed"])["fired"][0]["workspace_id"] == world.workspace_id
+    assert [a.workspace_id for a in alerts(app, rule="channel_reconnect_needed")] == [world.workspace_id]
+    assert other != world.workspace_id  # the other workspace's channel is fine: no alert there
+    clock.advance(minutes=30)
+    assert alerts_pass(app, rules=["channel_reconnect_needed"])["fired"] == []  # one alert while it holds
+    with app.app_context(), write_session() as session:  # a new secret is what reconnects a non-OAuth channel
+        save_channel(session, world.workspace_id, channel_id=channel_id, name="main", kind="log", config={},
+                     secret="new", box=runtime().secret_box, now=clock.now())
+    (resolved,) = alerts_pass(app, rules=["channel_reconnect_needed"])["resolved"]
+    assert resolved["subject"] == f"channel:{channel_id}"
 
 
 def failing_webhook(app, httpserver, name="flaky"):

@@ -66,6 +66,7 @@ def test_the_table_of_moves_is_the_playbooks_state_machine():
         Move.HOLD: (["queued"], "queued"),
         Move.DOUBT: (["queued", "submitted"], "failed"),
         Move.ASK: (["submitted"], "submitted"),
+        Move.STRAND: (["queued"], "failed"),
     }
 
 

@@ -43,6 +43,7 @@ LEAST_ROLE = {
     "posts.create": "marketer", "posts.update": "marketer", "posts.approve": "marketer", "posts.unapprove": "marketer",
     "posts.archive": "marketer", "posts.send_now": "marketer",
     "channels.create": "admin", "channels.update": "admin", "channels.test_send": "admin",
+    "channels.connect": "admin",
     "members.add": "admin", "members.role": "admin", "members.remove": "admin",
     "settings.timezone": "admin",
     "notifications.read": "marketer", "notifications.settings": "admin",

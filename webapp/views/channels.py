@@ -1,9 +1,14 @@
-"""Channels (admin): add, edit, test-send. Secrets are write-only: typed in, never shown again."""
+"""Channels (admin): add, edit, connect, test-send. Secrets are write-only: typed in (or obtained by
+connecting an account), never shown again."""
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
+from flask_login import current_user
 from sqlalchemy import select
 
-from models.accounts.tables import Role
+from models.accounts.members import membership_role
+from models.accounts.tables import Role, User
+from models.channels import connections
+from models.overview.channel_health import channel_health
 from models.channels.tables import Channel
 from models.channels.operations import read_from_network, save_channel
 from models.channels.reading import channel_events
@@ -13,6 +18,7 @@ from models.channels.providers import PROVIDERS, Delivery, SendContext, SendOutc
 from models.channels.providers.http import http_client
 from models.clock.settling import unknown_outcome_rule
 from models.core.runtime import runtime
+from models.core.moves import Actor
 from webapp.views.context import is_htmx, render_page, require_role, viewer
 
 bp = Blueprint("channels", __name__)
@@ -104,10 +110,17 @@ def _page(channel=None, *, error=None, status=200, result=None):
     # Channels that send mail without checking the server's certificate: the page says so, loudly.
     unverified = {c.id for c in channels if c.kind == "smtp" and smtp.skips_tls_verification(c.config or {})}
     history = channel_events(db.session, v.workspace.id, channel.id) if channel else []
+    rt = runtime()
+    now = rt.now()
+    states = {c.id: connections.connection_state(c, now) for c in channels}
+    oauth_kinds = connections.oauth_kinds()
+    setup = {kind: connections.setup_problem(current_app.config, kind) for kind in oauth_kinds}
+    health = channel_health(db.session, channel, now=now) if channel else None
     return render_page("channels/channels.html", v=v, channels=channels, editing=channel, values=values, error=error,
                        kinds=list(PROVIDERS), hints=SETTINGS_HINT, limits_hint=LIMITS_HINT,
                        unknown_rules={kind: unknown_outcome_rule(kind) for kind in PROVIDERS},
-                       result=result, unverified=unverified, history=history), status
+                       result=result, unverified=unverified, history=history, states=states,
+                       oauth_kinds=oauth_kinds, setup=setup, health=health), status
 
 
 @bp.get("/channels")
@@ -175,9 +188,83 @@ def test_send(channel_id: int):
         publish_at=rt.now(), attempt=1, config=dict(channel.config or {}), secret=channel.secret(rt.secret_box),
     )
     timeout = rt.policy.provider_timeout.total_seconds()
-    result = send_alone(channel.kind, delivery, SendContext(now=rt.now(), timeout=timeout, http=http_client()))
+    context = SendContext(now=rt.now(), timeout=timeout, http=http_client())
+    # A network that allows no test post (no drafts, no private posts) offers check(): the credentials are
+    # checked without posting anything.
+    check = getattr(PROVIDERS.get(channel.kind), "check", None)
+    result = check(delivery, context) if check is not None else send_alone(channel.kind, delivery, context)
     ok = result.outcome is SendOutcome.SUCCESS
-    summary = dict(ok=ok, outcome=result.outcome.value, message=result.message, provider_id=result.provider_id)
+    if result.reconnect_needed:  # as a send would: renewed by the next refresh pass if it can be, else a person's
+        with write_session() as session:
+            if not connections.renew_soon(session, channel.id, now=rt.now()):
+                connections.mark_reconnect_needed(session, channel.id, reason=result.message or "the token was refused",
+                                                  now=rt.now())
+    summary = dict(ok=ok, outcome=result.outcome.value, message=result.message, provider_id=result.provider_id,
+                   checked_only=check is not None)
     if is_htmx():
         return render_template("channels/_test_result.html", result=summary), 200 if ok else 502
     return _page(channel, result=summary, status=200 if ok else 502)
+
+
+@bp.post("/channels/<int:channel_id>/connect")
+@require_role(Role.ADMIN)
+def connect(channel_id: int):
+    """Start connecting the channel's account: off to the network's authorization page, with state and PKCE."""
+    v = viewer()
+    rt = runtime()
+    channel = _channel(channel_id)
+    if connections.oauth_spec(channel.kind) is None:
+        raise InvalidInput(f"A {channel.kind} channel is connected with a secret, not an account.", field="kind")
+    problem = connections.setup_problem(current_app.config, channel.kind)
+    if problem:
+        return _page(channel, error=InvalidInput(problem, field="kind", code="not_configured"), status=409)
+    app = connections.oauth_app(current_app.config, channel.kind)
+    with write_session() as session:
+        url = connections.start_authorization(session, channel, user_id=v.user.id, app=app, box=rt.secret_box,
+                                              now=rt.now(), timeout=rt.policy.provider_timeout.total_seconds())
+    if is_htmx():  # htmx follows a redirect itself; the browser must leave for the network
+        return "", 204, {"HX-Redirect": url}
+    return redirect(url, code=303)
+
+
+@bp.get("/oauth/callback/<kind>")
+def oauth_callback(kind: str):
+    """Where the network sends the person back: the state checked (one use, ten minutes, the same person), then the
+    code exchanged and the account stored. Public (on the public-routes list): the state is its check."""
+    from webapp.errors import page_or_message
+
+    rt = runtime()
+    user_id = current_user.id if current_user.is_authenticated else None
+    try:
+        with write_session() as session:
+            pending = connections.take_authorization(session, kind, request.args.get("state"), user_id=user_id,
+                                                     now=rt.now())
+            if membership_role(session, pending.user_id, pending.workspace_id) != Role.ADMIN:
+                raise connections.AuthorizationRefused("Only an admin of the workspace may connect its channels; "
+                                                       "nothing was changed.")
+            session.expunge(pending)
+    except connections.AuthorizationRefused as refused:
+        return page_or_message(400, refused.message)
+    channel = db.session.get(Channel, pending.channel_id)
+    if request.args.get("error") or not request.args.get("code"):
+        words = request.args.get("error_description") or request.args.get("error") or "no authorization code"
+        return page_or_message(400, f"The network did not connect the account ({words[:200]}). Nothing was "
+                                    "changed: try Connect again on the channel's page.")
+    app = connections.oauth_app(current_app.config, kind)
+    if app is None or channel is None:
+        return page_or_message(400, connections.setup_problem(current_app.config, kind) or connections.NOT_OURS)
+    timeout = rt.policy.provider_timeout.total_seconds()
+    try:
+        tokens = connections.exchange_code(pending, request.args["code"], channel_config=channel.config or {}, app=app,
+                                           box=rt.secret_box, now=rt.now(), timeout=timeout)
+        account = connections.read_account(kind, tokens, channel.config or {}, timeout=timeout)
+        with write_session() as session:
+            actor = Actor.person(session.get(User, pending.user_id))
+            stored = connections.store_connection(session, pending, tokens, account, box=rt.secret_box,
+                                                  now=rt.now(), actor=actor)
+            stored_id = stored.id
+    except DomainError as error:
+        return page_or_message(error.status, f"{error.message} Nothing was stored: try Connect again.")
+    who = (account or {}).get("username") or (account or {}).get("name")
+    flash(f"Connected{' as ' + who if who else ''}.", "ok")
+    return redirect(url_for("channels.edit", channel_id=stored_id), code=303)

@@ -13,6 +13,7 @@ from models.alerts.operations import list_alerts
 from models.accounts.tables import Role
 from models.core.database import db
 from models.core.runtime import runtime
+from models.overview.channel_health import channels_needing_reconnect
 from models.overview.health import clock_health, last_hour_lateness, read_trends
 from webapp.views.wording import summary_sentence
 from webapp.views.context import is_htmx, require_role, viewer
@@ -39,7 +40,8 @@ def health():
     report = _report()
     context = dict(v=v, report=report, stale_after=int(report.tick_stale_after.total_seconds() // 60),
                    open_alerts=list_alerts(db.session, v.workspace.id, open_only=True, limit=20),
-                   summary_sentence=summary_sentence)
+                   summary_sentence=summary_sentence,
+                   reconnecting=channels_needing_reconnect(db.session, v.workspace.id, report.now))
     if is_htmx():
         return render_template("health/_health.html", **context)
     trends = read_trends(db.session, report.now, [(span, step) for _, span, step in SPANS],
