@@ -31,6 +31,7 @@ COMMANDS = {
     "limiter": "Flask-Limiter maintenance & utility commands",
     "plugins": "List the plugin registry: the built-in pipelines and every plugin installed through an entry point.",
     "reconcile": "Run one reconcile pass now and print its summary as JSON.",
+    "refresh-tokens": "Run one refresh-tokens pass now and print its summary as JSON.",
     "recover": "Fail rows left submitted by dead workers (worker lost; outcome unknown) and print the summary.",
     "restore": "Put the backup folder PATH in place (consumers stopped); rows that may have gone out since fail as "
                "unknown.",

@@ -83,3 +83,17 @@ def publish_a_legacy_sibling_of(app, action_id: int) -> None:
                                                    "channel_id", "payload", "publish_at", "origin",
                                                    "created_at", "updated_at")}
         session.execute(insert(ScheduledAction).values(**values, status="published", attempt_count=1))
+
+
+def channel_needs_reconnecting(app, channel_id: int) -> bool:
+    """Whether the channel is marked "reconnect needed" (its token was refused and nothing can renew it)."""
+    with app.app_context(), read_session() as session:
+        return session.get(Channel, channel_id).reconnect_needed_since is not None
+
+
+def give_a_new_secret(app, channel_id: int) -> None:
+    """What an admin typing the channel's secret again does to "reconnect needed": it clears it."""
+    from models.channels.connections import forget_connection
+
+    with app.app_context(), write_session() as session:
+        forget_connection(session.get(Channel, channel_id))

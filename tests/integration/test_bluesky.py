@@ -134,8 +134,8 @@ def test_an_expired_access_token_is_refreshed_and_the_session_kept(app, pds):
 
 @pytest.mark.parametrize("step,status,error,outcome,code", [
     (CREATE, 400, "InvalidRequest", "failed", "permanent"),
-    (SESSION, 401, "AuthenticationRequired", "failed", "permanent"),
-    (SESSION, 400, "AccountTakedown", "failed", "permanent"),
+    (SESSION, 401, "AuthenticationRequired", "failed", "reconnect_needed"),
+    (SESSION, 400, "AccountTakedown", "failed", "reconnect_needed"),
     (UPLOAD, 502, "UpstreamFailure", "queued", None),  # before the create: nothing was posted
     (SESSION, 503, "NotEnoughResources", "queued", None),
 ])

@@ -9,7 +9,7 @@ import pytest
 from models.channels.providers import discord
 from tests.fakes.discord import FakeDiscord
 from tests.integration.chat_helpers import add_channel, direct_send, new_post, send_post, send_row, upload
-from tests.integration.clock_helpers import events
+from tests.integration.clock_helpers import channel_needs_reconnecting, events, give_a_new_secret
 from tests.media_files import png_bytes
 
 
@@ -75,9 +75,11 @@ def test_a_deleted_webhook_or_a_wrong_token_fails_for_good_and_needs_reconnectin
                          (401, {"message": "Invalid Webhook Token", "code": 50027})):
         fake.answer_next(status, body)
         failed = send_row(app, world.workspace_id, {"body": "Bread"}, channel=channel)
-        assert failed.status == "failed" and failed.failure_code == "permanent"
+        assert failed.status == "failed" and failed.failure_code == "reconnect_needed"
         assert body["message"] in failed.last_error and "make a new webhook" in failed.last_error
         assert fake.token not in failed.last_error
+        assert channel_needs_reconnecting(app, failed.channel_id)
+        give_a_new_secret(app, failed.channel_id)
     result = direct_send(discord, {"url": fake.url}, "not-the-token", {"body": "Bread"})  # the fake's own 401
     assert result.outcome.value == "permanent" and result.reconnect_needed
 

@@ -13,7 +13,7 @@ from models.channels.providers.base import Delivery, MediaFile
 from models.channels.providers.http import http_client
 from tests.conftest import T0
 from tests.fakes.linkedin import LinkedInFake
-from tests.integration.clock_helpers import add_actions, make_channel, row, tick
+from tests.integration.clock_helpers import add_actions, channel_needs_reconnecting, make_channel, row, tick
 from tests.media_files import multipart, png_bytes
 
 TOKEN = "li-member-token"
@@ -150,8 +150,9 @@ def test_an_expired_token_fails_the_row_and_says_the_channel_needs_reconnecting(
     action_id = one_post(app, world, page)
     tick(app)
     failed = row(app, action_id)
-    assert failed.status == "failed" and failed.failure_code == "permanent"
+    assert failed.status == "failed" and failed.failure_code == "reconnect_needed"
     assert "reconnect the LinkedIn channel" in failed.last_error and "expired" in failed.last_error
+    assert channel_needs_reconnecting(app, failed.channel_id)
 
 
 def test_the_token_goes_only_to_linkedins_hosts_or_the_api_base():

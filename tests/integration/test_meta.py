@@ -379,11 +379,11 @@ def test_metas_errors_move_the_rows_expired_token_permanent_throttling_paused_tr
     transient, expired = add_actions(app, workspace_id, 2, payload={"body": "Hello"})
     [throttled] = add_actions(app, workspace_id, 1, channel="page", payload={"body": "Hello"})
     summary = send_due(app, sleeper)
-    assert summary["outcomes"] == {"reverted:not_sent": 1, "failed:permanent": 1, "reverted:retry_later": 1}
+    assert summary["outcomes"] == {"reverted:not_sent": 1, "failed:reconnect_needed": 1, "reverted:retry_later": 1}
     first = row(app, transient)
     assert first.status == "queued" and "nothing was published" in first.last_error
     failed = row(app, expired)
-    assert failed.status == "failed" and failed.failure_code == "permanent"
+    assert failed.status == "failed" and failed.failure_code == "reconnect_needed"
     assert "Session has expired" in failed.last_error and "reconnect the Threads channel" in failed.last_error
     paused = row(app, throttled)
     assert paused.status == "queued" and paused.next_attempt_at == clock.now() + timedelta(minutes=7)

@@ -9,7 +9,7 @@ import pytest
 from models.channels.providers import slack
 from tests.fakes.slack import FakeSlack
 from tests.integration.chat_helpers import add_channel, direct_send, send_post, send_row, upload
-from tests.integration.clock_helpers import row, tick
+from tests.integration.clock_helpers import channel_needs_reconnecting, give_a_new_secret, row, tick
 from tests.media_files import png_bytes
 
 CHANNEL_ID = "C0TICKWORK"
@@ -80,8 +80,8 @@ ERRORS = [  # (Slack's error, the row's status, its failure code)
     ("is_archived", "failed", "permanent"),
     ("msg_too_long", "failed", "permanent"),
     ("no_text", "failed", "permanent"),
-    ("invalid_auth", "failed", "permanent"),
-    ("token_revoked", "failed", "permanent"),
+    ("invalid_auth", "failed", "reconnect_needed"),
+    ("token_revoked", "failed", "reconnect_needed"),
     ("internal_error", "failed", "outcome_unknown"),
     ("fatal_error", "failed", "outcome_unknown"),
     ("service_unavailable", "failed", "outcome_unknown"),
@@ -95,6 +95,8 @@ def test_each_documented_error_that_comes_as_http_200_ok_false_is_mapped_by_its_
         after = send_row(app, world.workspace_id, {"body": f"Bread for {error}"}, channel=channel)
         assert (after.status, after.failure_code) == (status, code), (error, after.last_error)
         assert error in after.last_error
+        assert channel_needs_reconnecting(app, after.channel_id) == (code == "reconnect_needed")
+        give_a_new_secret(app, after.channel_id)
 
 
 @pytest.mark.parametrize("error", ["invalid_auth", "token_revoked", "account_inactive", "token_expired"])

@@ -109,7 +109,7 @@ def test_each_documented_error_is_mapped(app, world, fake, channel):
 def test_a_refused_token_fails_for_good_needs_reconnecting_and_never_shows_the_token(app, world, fake):
     add_channel(app, "telegram", fake.url, "999:wrong-token", {"chat_id": CHAT}, name="stale")
     failed = send_row(app, world.workspace_id, {"body": "Bread"}, channel="stale")
-    assert failed.status == "failed" and failed.failure_code == "permanent" and "Unauthorized" in failed.last_error
+    assert failed.status == "failed" and failed.failure_code == "reconnect_needed" and "Unauthorized" in failed.last_error
     assert "wrong-token" not in failed.last_error
     result = direct_send(telegram, {"url": fake.url, "chat_id": CHAT}, "999:wrong-token", {"body": "Bread"})
     assert result.reconnect_needed and "401" in result.message

@@ -13,7 +13,7 @@ from models.channels.providers.http import http_client
 from models.clock import dispatch
 from tests.conftest import T0
 from tests.fakes.x import XFake
-from tests.integration.clock_helpers import add_actions, make_channel, row, tick
+from tests.integration.clock_helpers import add_actions, channel_needs_reconnecting, make_channel, row, tick
 from tests.media_files import mp4_bytes, multipart, png_bytes
 
 TOKEN = "x-user-token"
@@ -135,8 +135,9 @@ def test_an_expired_token_fails_the_row_and_says_the_channel_needs_reconnecting(
     action_id = one_post(app, world, tweets)
     tick(app)
     failed = row(app, action_id)
-    assert failed.status == "failed" and failed.failure_code == "permanent"
+    assert failed.status == "failed" and failed.failure_code == "reconnect_needed"
     assert "reconnect the X channel" in failed.last_error and "401" in failed.last_error
+    assert channel_needs_reconnecting(app, failed.channel_id)
 
 
 def test_a_429_reset_in_the_past_or_missing_falls_back_sensibly(fake):
