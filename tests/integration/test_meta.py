@@ -24,7 +24,7 @@ from models.core.runtime import runtime
 from models.media.links import link_target
 from tests.conftest import EGRESS_ALLOW, T0
 from tests.fakes.meta import MetaGraph
-from tests.integration.clock_helpers import add_actions, make_channel, row
+from tests.integration.clock_helpers import add_actions, channel_needs_reconnecting, give_a_new_secret, make_channel, row
 from tests.media_files import jpeg_with_gps, mp4_bytes, multipart, png_bytes
 
 TOKEN = "meta-token"
@@ -390,6 +390,8 @@ def test_metas_errors_move_the_rows_expired_token_permanent_throttling_paused_tr
     with app.app_context(), read_session() as session:
         assert session.scalar(select(ChannelThrottle.paused_until).where(ChannelThrottle.channel_id == paused.channel_id)
                               ) == clock.now() + timedelta(minutes=7)
+    assert channel_needs_reconnecting(app, failed.channel_id)
+    give_a_new_secret(app, failed.channel_id)  # else the expired token's channel strands its other row
     clock.set(first.next_attempt_at)
     send_due(app, sleeper)
     unknown = row(app, transient)
