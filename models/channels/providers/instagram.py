@@ -34,6 +34,8 @@ honours_idempotency_key = False
 NETWORK = "Instagram"
 DEFAULT_URL = "https://graph.instagram.com/v21.0"
 MAX_CAROUSEL = 10
+STEPS = meta_graph.TwoSteps(NETWORK, "media", "media_publish", text_field="caption", status_field="status_code",
+                             error_field="status")
 # Instagram's media specifications: images are JPEG only (others are converted for it), up to
 # 8 MB, with an aspect ratio from 4:5 to 1.91:1 (Instagram scales the width to 320-1440 px
 # itself); reels are MP4 or MOV, 3 seconds to 15 minutes, up to 300 MB. Carousels mix images
@@ -113,51 +115,5 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
         return SendResult(SendOutcome.PERMANENT, "Instagram takes no post without an image or a video; nothing was sent")
     if len(media) > MAX_CAROUSEL:
         return SendResult(SendOutcome.PERMANENT, f"{len(media)} media items; Instagram takes at most {MAX_CAROUSEL}")
-    base = meta_graph.base_url(config, DEFAULT_URL)
-    budget = meta_graph.Budget(context.timeout)
-
-    def create(form: dict, what: str) -> str | SendResult:
-        body = meta_graph.call(context, budget, "POST", f"{base}/{user}/media", token, data=form, network=NETWORK,
-                               what=what, publishing=False)
-        return body if isinstance(body, SendResult) else meta_graph.created_id(body, NETWORK, what, publishing=False)
-
-    def ready(container: str) -> SendResult | None:
-        return meta_graph.wait_until_finished(context, budget, base, container, token, network=NETWORK,
-                                              status_field="status_code", error_field="status")
-
-    if len(media) == 1:
-        form = _item(media[0], carousel=False)
-        if isinstance(form, SendResult):
-            return form
-        what = "the post's container"
-    else:
-        children = []
-        for number, item in enumerate(media, 1):
-            child_form = _item(item, carousel=True)
-            if isinstance(child_form, SendResult):
-                return child_form
-            child = create(child_form, f"carousel item {number}'s container")
-            if isinstance(child, SendResult):
-                return child
-            if item.kind == "video":  # a video item is processed before the carousel may name it
-                waited = ready(child)
-                if waited is not None:
-                    return waited
-            children.append(child)
-        form = {"media_type": "CAROUSEL", "children": ",".join(children)}
-        what = "the carousel's container"
-    if caption:
-        form["caption"] = caption
-    container = create(form, what)
-    if isinstance(container, SendResult):
-        return container
-    waited = ready(container)
-    if waited is not None:
-        return waited
-    body = meta_graph.call(context, budget, "POST", f"{base}/{user}/media_publish", token,
-                           data={"creation_id": container}, network=NETWORK, what="the publishing call",
-                           publishing=True)
-    if isinstance(body, SendResult):
-        return body
-    published = meta_graph.created_id(body, NETWORK, "the publishing call", publishing=True)
-    return published if isinstance(published, SendResult) else SendResult.success(published)
+    return meta_graph.publish_in_two_steps(context, STEPS, base=meta_graph.base_url(config, DEFAULT_URL), user=user,
+                                           token=token, media=media, item_form=_item, text=caption)

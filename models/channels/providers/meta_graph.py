@@ -266,3 +266,71 @@ def wait_until_finished(context: SendContext, budget: Budget, base: str, contain
                                                     "was published, and the next attempt makes a new container")
         budget.sleep(context, wait)
         wait = next(waits, POLL_WAITS[-1])
+
+
+@dataclass(frozen=True)
+class TwoSteps:
+    """How a network that posts in two steps (a container, then its publication) names them: Threads, Instagram."""
+
+    network: str
+    container_path: str  # under the user: "threads", "media"
+    publish_path: str  # "threads_publish", "media_publish"
+    text_field: str  # "text", "caption"
+    status_field: str  # "status", "status_code"
+    error_field: str  # where an ERROR container says why
+
+
+def publish_in_two_steps(context: SendContext, steps: TwoSteps, *, base: str, user: str, token: str, media: list,
+                         item_form, text: str | None, lone_form: dict | None = None) -> SendResult:
+    """Make the post's container (one item's, or a carousel of item containers), wait until it is ready, publish it.
+
+    ``item_form(item, carousel=...)`` is an item's container form (or the refusal of an item that
+    cannot be posted); ``lone_form`` is the container of a post without media (Threads' ``TEXT``).
+    A video item is processed before the carousel may name it.
+    """
+    budget = Budget(context.timeout)
+
+    def create(form: dict, what: str) -> str | SendResult:
+        body = call(context, budget, "POST", f"{base}/{user}/{steps.container_path}", token, data=form,
+                    network=steps.network, what=what, publishing=False)
+        return body if isinstance(body, SendResult) else created_id(body, steps.network, what, publishing=False)
+
+    def ready(container: str) -> SendResult | None:
+        return wait_until_finished(context, budget, base, container, token, network=steps.network,
+                                   status_field=steps.status_field, error_field=steps.error_field)
+
+    if len(media) <= 1:
+        form = dict(lone_form or {}) if not media else item_form(media[0], carousel=False)
+        if isinstance(form, SendResult):
+            return form
+        what = "the post's container"
+    else:
+        children = []
+        for number, item in enumerate(media, 1):
+            child_form = item_form(item, carousel=True)
+            if isinstance(child_form, SendResult):
+                return child_form
+            child = create(child_form, f"carousel item {number}'s container")
+            if isinstance(child, SendResult):
+                return child
+            if item.kind == "video":
+                waited = ready(child)
+                if waited is not None:
+                    return waited
+            children.append(child)
+        form = {"media_type": "CAROUSEL", "children": ",".join(children)}
+        what = "the carousel's container"
+    if text:
+        form[steps.text_field] = text
+    container = create(form, what)
+    if isinstance(container, SendResult):
+        return container
+    waited = ready(container)
+    if waited is not None:
+        return waited
+    body = call(context, budget, "POST", f"{base}/{user}/{steps.publish_path}", token, data={"creation_id": container},
+                network=steps.network, what="the publishing call", publishing=True)
+    if isinstance(body, SendResult):
+        return body
+    published = created_id(body, steps.network, "the publishing call", publishing=True)
+    return published if isinstance(published, SendResult) else SendResult.success(published)

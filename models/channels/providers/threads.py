@@ -27,6 +27,8 @@ honours_idempotency_key = False
 NETWORK = "Threads"
 DEFAULT_URL = "https://graph.threads.net/v1.0"
 MAX_CAROUSEL = 20
+STEPS = meta_graph.TwoSteps(NETWORK, "threads", "threads_publish", text_field="text", status_field="status",
+                             error_field="error_message")
 # Threads' media specifications: JPEG or PNG up to 8 MB with an aspect ratio within 10:1 (narrower
 # or wider ones are refused; Threads scales the width to 320-1440 px itself), MP4 or MOV video up to
 # 1 GB and 5 minutes. Carousels mix images and videos. Alt text is sent as ``alt_text``; Threads
@@ -82,52 +84,6 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
         return SendResult(SendOutcome.NOT_SENT, "the payload has no 'body' and no media to post")
     if len(media) > MAX_CAROUSEL:
         return SendResult(SendOutcome.PERMANENT, f"{len(media)} media items; Threads takes at most {MAX_CAROUSEL}")
-    base = meta_graph.base_url(config, DEFAULT_URL)
-    budget = meta_graph.Budget(context.timeout)
-
-    def create(form: dict, what: str) -> str | SendResult:
-        body = meta_graph.call(context, budget, "POST", f"{base}/{user}/threads", token, data=form, network=NETWORK,
-                               what=what, publishing=False)
-        return body if isinstance(body, SendResult) else meta_graph.created_id(body, NETWORK, what, publishing=False)
-
-    def ready(container: str) -> SendResult | None:
-        return meta_graph.wait_until_finished(context, budget, base, container, token, network=NETWORK,
-                                              status_field="status", error_field="error_message")
-
-    if len(media) <= 1:
-        form = {"media_type": "TEXT"} if not media else _item(media[0], carousel=False)
-        if isinstance(form, SendResult):
-            return form
-        if text:
-            form["text"] = text
-        container = create(form, "the post's container")
-    else:
-        children = []
-        for number, item in enumerate(media, 1):
-            form = _item(item, carousel=True)
-            if isinstance(form, SendResult):
-                return form
-            child = create(form, f"carousel item {number}'s container")
-            if isinstance(child, SendResult):
-                return child
-            if item.kind == "video":  # a video item is processed before the carousel may name it
-                waited = ready(child)
-                if waited is not None:
-                    return waited
-            children.append(child)
-        form = {"media_type": "CAROUSEL", "children": ",".join(children)}
-        if text:
-            form["text"] = text
-        container = create(form, "the carousel's container")
-    if isinstance(container, SendResult):
-        return container
-    waited = ready(container)
-    if waited is not None:
-        return waited
-    body = meta_graph.call(context, budget, "POST", f"{base}/{user}/threads_publish", token,
-                           data={"creation_id": container}, network=NETWORK, what="the publishing call",
-                           publishing=True)
-    if isinstance(body, SendResult):
-        return body
-    published = meta_graph.created_id(body, NETWORK, "the publishing call", publishing=True)
-    return published if isinstance(published, SendResult) else SendResult.success(published)
+    return meta_graph.publish_in_two_steps(context, STEPS, base=meta_graph.base_url(config, DEFAULT_URL), user=user,
+                                           token=token, media=media, item_form=_item, text=text,
+                                           lone_form={"media_type": "TEXT"})
