@@ -222,7 +222,7 @@ def test_the_outbox_shows_what_the_log_channel_sent(open_as, live, screens):
 def test_channels_page(open_as, screens):
     page = open_as("admin")
     page.goto("/channels")
-    page.get_by_role("row", name="main").get_by_role("button", name="Test-send").click()
+    page.get_by_role("row", name="main").get_by_role("button", name="Send test").click()
     expect(page.locator(".message.ok")).to_contain_text("Sent")
     shot(page, screens, "channels")
     page.get_by_role("link", name="Members").click()
