@@ -63,11 +63,13 @@ def main() -> None:
             "user + system time, which load on a shared box moves less than the wall clock; the target is at "
             "most 3x `import flask` in CPU time.\n\n| command | wall s | CPU s | CPU vs `import flask` |\n|---|---|---|---|\n"
             + "\n".join(rows))
-    worst = max(cpu for name, (_, cpu) in medians.items() if name.startswith("tickwork")) / base_cpu
-    body += ("\n\nTarget met." if worst <= 3 else
-             f"\n\nTarget not met ({worst:.1f}x): `--help` lists commands the app registers, so it builds the app, "
-             "which imports every wing and the job machinery; each command importing only what it needs is the "
-             "work left.")
+    missed = {name: cpu / base_cpu for name, (_, cpu) in medians.items()
+              if name.startswith("tickwork") and cpu / base_cpu > 3}
+    body += ("\n\nTarget met." if not missed else
+             "\n\nTarget not met by " + ", ".join(f"`{name}` ({ratio:.1f}x)" for name, ratio in missed.items())
+             + ": `--help` lists its commands from a table and builds no app (webapp/command_line.py), but a "
+             "command that runs builds the whole app, which imports every wing and the job machinery; a command "
+             "importing only what it needs is the work left.")
     print(body)
     if not args.no_write:
         write_section("Command line start-up", body)
