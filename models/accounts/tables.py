@@ -58,6 +58,12 @@ class Workspace(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     # Admins of this workspace sign in with a second factor (TOTP) before they may act in it.
     admins_need_two_factor: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # "required": a marketer's post goes through review before it is approved; "off": it does not.
+    review: Mapped[str] = mapped_column(String(16), default="off", server_default="off")
+    # The author of a post may make review links for outside approvers (a link is a bearer secret).
+    outside_approval: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+    __table_args__ = (CheckConstraint("review IN ('off', 'required')", name="review"),)
 
     @validates("timezone")
     def _validate_timezone(self, _key, value):
@@ -126,7 +132,7 @@ class Membership(Base):
     workspace: Mapped[Workspace] = relationship()
 
     __table_args__ = (
-        CheckConstraint("role IN ('admin', 'ops', 'marketer')", name="role"),
+        CheckConstraint("role IN ('admin', 'ops', 'marketer', 'reviewer')", name="role"),
         Index("ux_memberships_user_workspace", "user_id", "workspace_id", unique=True),
     )
 

@@ -51,6 +51,8 @@ class Channel(Base):
     # The refresh in progress, if any: one refresher per channel at a time (single-use refresh tokens).
     refresh_lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime())
     refresh_lease_token: Mapped[str | None] = mapped_column(String(32))
+    # Posting times in the workspace's zone: [{"days": ["mon", ...], "time": "09:00"}, ...].
+    posting_slots: Mapped[list | None] = mapped_column(JSON)
 
     __table_args__ = (
         CheckConstraint(
