@@ -168,3 +168,26 @@ def test_a_removed_target_takes_its_variant_with_it_and_a_variants_media_cannot_
     assert client.delete(f"/api/v1/media/{photo}", headers=world.auth("marketer")).status_code in (200, 204)
     cleared = client.patch(f"/api/v1/posts/{post_id}", headers=world.auth("marketer"), json={"variants": None})
     assert cleared.status_code == 200 and cleared.json["variants"] == {}
+
+
+def test_post_now_sends_each_target_its_own_variant(client, app, world):
+    _add_channel(app, world, "toots", "mastodon")
+    post_id = _new(client, world, targets=["main", "toots"], variants={"toots": {"body": "Now, on Mastodon"}}).json["id"]
+    assert client.post(f"/api/v1/posts/{post_id}/approve", headers=world.auth("marketer")).status_code == 200
+    sent = client.post(f"/api/v1/posts/{post_id}/post-now", headers=world.auth("marketer"))
+    assert sent.status_code == 200, sent.json
+    now_rows = {row.target_key: row.payload["body"] for row in _rows(app, post_id) if row.origin == "person"}
+    assert now_rows == {"main": "Fresh bread at nine", "toots": "Now, on Mastodon"}
+
+
+def test_approving_checks_each_targets_own_text_against_the_channels_limit_as_it_is_now(client, app, world):
+    _add_channel(app, world, "toots", "mastodon")
+    post_id = _new(client, world, targets=["main", "toots"], body="x" * 600,
+                   variants={"toots": {"body": "y" * 400}}).json["id"]
+    with app.app_context(), write_session() as session:
+        toots = session.scalar(select(Channel).where(Channel.name == "toots"))
+        toots.config = {"max_length": 300}  # lowered since the save
+    refused = client.post(f"/api/v1/posts/{post_id}/approve", headers=world.auth("marketer"))
+    assert refused.status_code == 422
+    assert (refused.json["error"]["field"], refused.json["error"]["channel"]) == ("variants.toots.body", "toots")
+    assert _rows(app, post_id) == []
