@@ -13,6 +13,7 @@ from models.core.policy import Policy
 from models.posts.reading import list_posts
 from models.posts.reconciler import reconcile_post
 from models.posts.tables import Post, PostStatus, post_id_of
+from models.posts.threads import mint_follow_ups
 
 
 def register(hooks: Hooks) -> None:
@@ -22,6 +23,7 @@ def register(hooks: Hooks) -> None:
     hooks.add_calendar_source(draft_entries)
     hooks.add_zone_change("posts", reconcile_approved_posts)
     hooks.add_media_users(posts_using_media)
+    hooks.add_after_publish(Origin.RECONCILER.value, mint_follow_ups)
 
 
 def stop_rows_of_drafts(session: Session, rows: list[ScheduledAction], now: datetime) -> dict[int, Stop]:

@@ -31,6 +31,7 @@ from models.posts.checks import check_body, check_media, check_targets, check_wa
 from models.posts.reconciler import reconcile_post
 from models.posts.reading import get_post, post_payload, post_rows, post_targets
 from models.posts.tables import ACTION_TYPE, TERMINAL_POST_STATUSES, Post, PostStatus, PostTarget
+from models.posts.threads import check_first_comment, check_thread, follow_up_rows
 from models.timing.wall_time import InvalidTimezone, ResolvedTime
 
 
@@ -53,20 +54,27 @@ def create_post(
     wall_date: date,
     wall_time: time,
     media=None,
+    thread=None,
+    first_comment=None,
     actor: Actor,
     now: datetime,
     policy: Policy,
 ) -> PostChange:
-    """Create a draft post after checking everything: targets, time, body against each target."""
+    """Create a draft post after checking everything: targets, time, body against each target, and its
+    thread and first comment against the targets that take them (:mod:`models.posts.threads`)."""
     channels = check_targets(session, workspace_id, targets)
     body = check_body(body, channels)
     media = check_media(session, workspace_id, media, channels, body)
+    thread = check_thread(session, workspace_id, thread, channels)
+    first_comment = check_first_comment(session, workspace_id, first_comment, channels)
     resolved = check_wall_time(wall_date, wall_time, workspace_zone(session, workspace_id), now, policy)
     post = Post(
         workspace_id=workspace_id,
         created_by_id=actor.user_id,
         body=body,
         media=media,
+        thread=thread,
+        first_comment=first_comment,
         wall_date=wall_date,
         wall_time=wall_time,
         status=PostStatus.DRAFT.value,
@@ -96,11 +104,13 @@ def update_post(
     wall_date: date | None = None,
     wall_time: time | None = None,
     media=_UNSET,
+    thread=_UNSET,
+    first_comment=_UNSET,
     actor: Actor,
     now: datetime,
     policy: Policy,
 ) -> PostChange:
-    """Change a draft or approved post's body, media, wall time or targets, then reconcile it.
+    """Change a draft or approved post's body, media, thread, first comment, wall time or targets, then reconcile it.
 
     Fields left out keep their value. An approved post stays approved: its rows follow the
     edit in the same transaction (moved, inserted or withdrawn by the reconciler's rules).
@@ -110,6 +120,10 @@ def update_post(
     channels = check_targets(session, workspace_id, targets) if targets is not _UNSET else post_targets(session, post.id)
     new_body = check_body(post.body if body is _UNSET else body, channels)
     new_media = check_media(session, workspace_id, post.media if media is _UNSET else media, channels, new_body)
+    # Checked again on new targets too: a target without replies or comments refuses the post's thread.
+    new_thread = check_thread(session, workspace_id, post.thread if thread is _UNSET else thread, channels)
+    new_comment = check_first_comment(session, workspace_id,
+                                      post.first_comment if first_comment is _UNSET else first_comment, channels)
     note = None
     if wall_date is not None or wall_time is not None:
         if wall_date is None or wall_time is None:
@@ -117,6 +131,7 @@ def update_post(
         note = check_wall_time(wall_date, wall_time, workspace_zone(session, workspace_id), now, policy).note
         post.wall_date, post.wall_time = wall_date, wall_time
     post.body, post.media = new_body, new_media
+    post.thread, post.first_comment = new_thread, new_comment
     if targets is not _UNSET:
         _replace_targets(session, post.id, channels)
     post.revision += 1
@@ -337,7 +352,8 @@ def archive_post(
     if post.status == PostStatus.ARCHIVED.value:
         return PostChange(post)
     cancelled = 0
-    for row in post_rows(session, workspace_id, [post.id])[post.id]:
+    # Its thread's queued items and first comment too: a thread stops where it is.
+    for row in post_rows(session, workspace_id, [post.id])[post.id] + follow_up_rows(session, workspace_id, post.id):
         if row.status == Status.QUEUED.value:
             outcome = lifecycle.cancel(
                 session, row.id, workspace_id=workspace_id, kind=CancelKind.PERSON, now=now, actor=actor,
