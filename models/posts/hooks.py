@@ -23,7 +23,9 @@ def register(hooks: Hooks) -> None:
     hooks.add_calendar_source(draft_entries)
     hooks.add_zone_change("posts", reconcile_approved_posts)
     hooks.add_media_users(posts_using_media)
+    # A head the reconciler minted, or a person's Post now of it: either way its thread follows.
     hooks.add_after_publish(Origin.RECONCILER.value, mint_follow_ups)
+    hooks.add_after_publish(Origin.PERSON.value, mint_follow_ups)
 
 
 def stop_rows_of_drafts(session: Session, rows: list[ScheduledAction], now: datetime) -> dict[int, Stop]:

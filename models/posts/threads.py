@@ -239,7 +239,8 @@ def next_follow_ups(post: Post, channel: Channel, row, provider_id: str | None) 
 
 
 def mint_follow_ups(session: Session, published: list[tuple], now: datetime, actor: Actor) -> list[ScheduledAction]:
-    """The ``after publish`` hook for origin ``reconciler``: mint what follows each published row, due now.
+    """The ``after publish`` hook for origins ``reconciler`` and ``person`` (Post now): mint what follows each
+    published row of a post, due now, origin ``reconciler``.
 
     Runs in the transaction that records the publish, so the next item exists exactly when its
     parent is published. An item that has a row already (of any status) is never minted again.
