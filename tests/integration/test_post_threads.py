@@ -124,6 +124,12 @@ def test_a_failed_second_item_leaves_the_third_unsent_until_a_retry_then_the_thr
     follow_ups = client.get(f"/api/v1/posts/{post_id}", headers=world.auth("ops")).json["targets"][0]["follow_ups"]
     assert follow_ups[0]["status"] == "failed" and "Record is invalid" in follow_ups[0]["error"]
     assert follow_ups[1] == {"item": 3, "status": "stopped", "stopped_by": 2, "action_id": None, "provider_id": None}
+    # The dashboard says so on the post, and the failed item's own timeline leads back to it.
+    from tests.web.conftest import Browser
+    page = Browser(app.test_client(), "marketer", world).get(f"/posts/{post_id}").get_data(as_text=True)
+    assert f'href="/actions/{failed.id}">failed</a> · item 3 stopped (waits for item 2: retry it to go on)' in page
+    timeline = Browser(app.test_client(), "ops", world).get(f"/actions/{failed.id}").get_data(as_text=True)
+    assert f'href="/posts/{post_id}"' in timeline and "Record is invalid" in timeline
 
     retried = client.post(f"/api/v1/actions/{failed.id}/retry", headers=world.auth("admin"))
     assert retried.status_code == 200, retried.json
