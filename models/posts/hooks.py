@@ -54,16 +54,24 @@ def stop_rows_of_drafts(session: Session, rows: list[ScheduledAction], now: date
 
 _USING_MEDIA = {
     "postgresql": text("SELECT id FROM posts WHERE workspace_id = :workspace_id AND status <> 'archived' "
-                       "AND CAST(media AS jsonb) @> CAST(:needle AS jsonb) ORDER BY id"),
+                       "AND (CAST(media AS jsonb) @> CAST(:needle AS jsonb) "
+                       "OR COALESCE(CAST(thread AS jsonb), '[]') @> CAST(:in_items AS jsonb) "
+                       "OR COALESCE(CAST(first_comment AS jsonb), '{}') @> CAST(:in_item AS jsonb)) ORDER BY id"),
     "sqlite": text("SELECT id FROM posts WHERE workspace_id = :workspace_id AND status <> 'archived' "
-                   "AND EXISTS (SELECT 1 FROM json_each(posts.media) WHERE json_each.value = :media_id) ORDER BY id"),
+                   "AND (EXISTS (SELECT 1 FROM json_each(posts.media) WHERE json_each.value = :media_id) "
+                   "OR EXISTS (SELECT 1 FROM json_each(COALESCE(posts.thread, '[]')) AS item, "
+                   "json_each(item.value, '$.media') AS used WHERE used.value = :media_id) "
+                   "OR EXISTS (SELECT 1 FROM json_each(COALESCE(posts.first_comment, '{}'), '$.media') AS used "
+                   "WHERE used.value = :media_id)) ORDER BY id"),
 }
 
 
 def posts_using_media(session: Session, workspace_id: int, media_id: int) -> list[str]:
-    """The posts not archived whose media include ``media_id`` (a published post still shows it)."""
+    """The posts not archived whose media, thread items' media or first comment's media include ``media_id``
+    (a published post still shows it)."""
     query = _USING_MEDIA[session.get_bind().dialect.name]
-    found = session.scalars(query, {"workspace_id": workspace_id, "media_id": media_id, "needle": f"[{media_id}]"})
+    found = session.scalars(query, {"workspace_id": workspace_id, "media_id": media_id, "needle": f"[{media_id}]",
+                                    "in_items": f'[{{"media": [{media_id}]}}]', "in_item": f'{{"media": [{media_id}]}}'})
     return [f"post {post_id}" for post_id in found]
 
 

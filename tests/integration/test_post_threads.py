@@ -240,3 +240,19 @@ def test_racing_ticks_post_each_item_of_a_thread_once_and_in_order(app_config, d
     from models.core.database import db
     with app.app_context():
         db.engine.dispose()
+
+
+def test_media_used_only_by_a_thread_item_cannot_be_deleted_while_the_post_lives(app, client, world, pds):
+    import io
+
+    from tests.media_files import png_bytes
+
+    sky(app, pds)
+    photo = client.post("/api/v1/media", headers=world.auth("marketer"), content_type="multipart/form-data",
+                        data={"file": (io.BytesIO(png_bytes()), "rye.png")}).json
+    created = create(client, world, thread=[{"body": "The rye", "media": [photo["id"]]}])
+    assert created.status_code == 201, created.json
+    refused = client.delete(f"/api/v1/media/{photo['id']}", headers=world.auth())
+    assert refused.status_code == 409 and refused.json["error"]["used_by"] == [f"post {created.json['id']}"]
+    assert client.post(f"/api/v1/posts/{created.json['id']}/archive", headers=world.auth()).status_code == 200
+    assert client.delete(f"/api/v1/media/{photo['id']}", headers=world.auth()).status_code == 204
