@@ -16,10 +16,13 @@ registered part in turn.
 | after publish    | every publish of a row (the dispatch, recovery's late success), per origin, inside the transaction that records it | "what follows this row, now that it went out?" (rows it inserts commit with the publish, or not at all) | the next item of a thread, or the first comment |
 """
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
+
+log = logging.getLogger("tickwork.hooks")
 
 
 @dataclass(frozen=True)
@@ -140,9 +143,15 @@ class Hooks:
         inserted: list = []
         for origin, follows in self.after_publish.items():
             of_origin = [(row, provider_id) for row, provider_id in rows if row.origin == origin]
-            if of_origin:
-                for follow in follows:
-                    inserted += follow(session, of_origin, now, actor)
+            for follow in follows if of_origin else ():
+                try:
+                    with session.begin_nested():
+                        inserted += follow(session, of_origin, now, actor)
+                except Exception:
+                    # The send happened: its publish stays recorded whatever a wing's follow-up does. What did
+                    # not follow is said here, and shows on the wing's own page as still waiting.
+                    log.exception("after publishing %s, %s failed; the publish stands",
+                                  ", ".join(f"action {row.id}" for row, _ in of_origin), getattr(follow, "__name__", follow))
         return inserted
 
     def users_of_media(self, session, workspace_id: int, media_id: int) -> list[str]:

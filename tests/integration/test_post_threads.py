@@ -256,3 +256,20 @@ def test_media_used_only_by_a_thread_item_cannot_be_deleted_while_the_post_lives
     assert refused.status_code == 409 and refused.json["error"]["used_by"] == [f"post {created.json['id']}"]
     assert client.post(f"/api/v1/posts/{created.json['id']}/archive", headers=world.auth()).status_code == 200
     assert client.delete(f"/api/v1/media/{photo['id']}", headers=world.auth()).status_code == 204
+
+
+def test_a_follow_up_that_cannot_be_minted_never_undoes_the_publish_it_follows(app, client, world, pds, clock,
+                                                                               monkeypatch):
+    from models.posts import threads
+
+    def broken(*args):
+        raise RuntimeError("a fault while minting")
+
+    sky(app, pds)
+    post_id = approved_thread(client, world)
+    monkeypatch.setattr(threads, "next_follow_ups", broken)
+    clock.set(AT_LATER)
+    assert tick(app)["outcomes"] == {"published": 1}
+    rows = post_rows(app, post_id)
+    assert list(rows) == [f"post:{post_id}"] and rows[f"post:{post_id}"].status == "published"
+    assert len(pds.records) == 1
