@@ -48,7 +48,7 @@ about to start; a local chunk's transaction is all or nothing, so none. docs/arc
 
 | provider outcome        | the row                                                                 |
 |-------------------------|-------------------------------------------------------------------------|
-| success                 | published, with the provider's id                                       |
+| success                 | published, with the provider's id; in the same transaction the wings mint what follows it (``Hooks.published``: a thread's next item), handed to the queue with it |
 | not sent / retry later  | reverted to queued, next attempt backed off (Retry-After honoured, and the channel paused for everyone until then); failed attempts_exhausted once the budget is spent |
 | permanent               | failed permanent, with the provider's words                             |
 | unknown                 | asked of a provider that can be asked (models.clock.settling) first; then failed outcome_unknown, or retried with the same key if the provider honours one, or left submitted for recovery to ask again if the provider's answers lag |
