@@ -49,7 +49,7 @@ def forget_keys_once() -> dict:
 def recover_once() -> dict:
     """Only dead-worker recovery (the tick runs it first anyway)."""
     rt = runtime()
-    return run_recovery(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box)
+    return run_recovery(clock=rt.clock, policy=rt.policy, secret_box=rt.secret_box, hooks=rt.hooks)
 
 
 def expand_once() -> dict:

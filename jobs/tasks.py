@@ -47,7 +47,7 @@ def dispatch_context() -> DispatchContext:
 @huey.task(name="dispatch")
 def dispatch(action_ids: list[int] | int, clock_run_id: int | None = None):
     """Claim a chunk of actions and send them (models.clock.dispatch); rows reverted or held
-    for a moment go back on the queue with an eta.
+    for a moment go back on the queue with an eta, and rows a publish minted (a thread's next item) with theirs.
 
     A task queued by an earlier version carries a single id; it runs the same way.
     """
@@ -57,6 +57,8 @@ def dispatch(action_ids: list[int] | int, clock_run_id: int | None = None):
         retries = [(result.action_id, result.retry_at) for result in results
                    if result.outcome in (DispatchOutcome.REVERTED, DispatchOutcome.HELD)
                    and result.retry_at is not None]
+        # What a publish minted (a thread's next item) is due now: handed over at once, not left for the next tick.
+        retries += [follow_up for result in results for follow_up in result.follow_ups]
         if retries:
             hand_off_due_soon(retries, clock_run_id)
         return dict(Counter(result.label for result in results))

@@ -45,6 +45,7 @@ def refuse_nul_characters() -> None:
     check JSON values go through."""
     for source in (request.args, request.form):
         for name, value in source.items(multi=True):
+            name = name or ""  # a multipart part whose name the parser could not read
             field = name.replace("\x00", "")[:40] or "a field"
             check_text(name, field=field)
             check_text(value, field=field)

@@ -48,7 +48,7 @@ about to start; a local chunk's transaction is all or nothing, so none. docs/arc
 
 | provider outcome        | the row                                                                 |
 |-------------------------|-------------------------------------------------------------------------|
-| success                 | published, with the provider's id                                       |
+| success                 | published, with the provider's id; in the same transaction the wings mint what follows it (``Hooks.published``: a thread's next item), handed to the queue with it |
 | not sent / retry later  | reverted to queued, next attempt backed off (Retry-After honoured, and the channel paused for everyone until then); failed attempts_exhausted once the budget is spent |
 | permanent               | failed permanent, with the provider's words                             |
 | unknown                 | asked of a provider that can be asked (models.clock.settling) first; then failed outcome_unknown, or retried with the same key if the provider honours one, or left submitted for recovery to ask again if the provider's answers lag |
@@ -120,6 +120,9 @@ class DispatchResult:
     outcome: str
     reason: str | None = None
     retry_at: datetime | None = None  # for a reverted or held row: when it is due again
+    # For a published row: the rows its wing minted in the publish's transaction (the next item of a
+    # thread), as (id, due at), for the shell to hand to the queue once committed.
+    follow_ups: tuple[tuple[int, datetime], ...] = ()
 
     @property
     def label(self) -> str:
@@ -733,9 +736,38 @@ def _record_all_in(session, outcomes: list, context: DispatchContext, actor: Act
     for action_id, moved in published.items():
         results[action_id] = (DispatchResult(action_id, DispatchOutcome.PUBLISHED) if moved is None
                               else _result(action_id, moved, DispatchOutcome.PUBLISHED))
+    sent = [(action, result.provider_id) for action, result in successes
+            if results[action.id].outcome == DispatchOutcome.PUBLISHED]
+    results.update(_published_with_follow_ups(session, context.hooks, sent, now, actor))
     for action, kind, result in outcomes:
         if result.outcome is not SendOutcome.SUCCESS or result.asked:
-            results[action.id] = _record_in(session, action, kind, result, context.policy, actor, now)
+            results[action.id] = _record_in(session, action, kind, result, context.policy, actor, now, context.hooks)
+    return results
+
+
+def _follow_ups(session, hooks: Hooks | None, sent: list, now: datetime, actor: Actor) -> list:
+    """What the wings minted in answer to ``sent`` (``(row, provider id)`` just recorded published), in this
+    transaction."""
+    return hooks.published(session, sent, now, actor) if hooks is not None and sent else []
+
+
+def _published(action_id: int, minted: list) -> DispatchResult:
+    return DispatchResult(action_id, DispatchOutcome.PUBLISHED,
+                          follow_ups=tuple((row.id, row.due_at) for row in minted))
+
+
+def _published_with_follow_ups(session, hooks: Hooks | None, sent: list, now: datetime,
+                               actor: Actor) -> dict[int, DispatchResult]:
+    """The results of rows a batch published that a wing minted follow-ups for (the others stay as they were).
+
+    The wings are asked row by row, so each result carries what follows its own row; rows of an
+    origin no wing follows cost nothing (``Hooks.published`` looks at the origin first).
+    """
+    results = {}
+    for pair in sent:
+        minted = _follow_ups(session, hooks, [pair], now, actor)
+        if minted:
+            results[pair[0].id] = _published(pair[0].id, minted)
     return results
 
 
@@ -950,11 +982,15 @@ def deliver_locally(
                 published.append((action.id, action.claim_token, result.provider_id))
                 results[action.id] = DispatchResult(action.id, DispatchOutcome.PUBLISHED)
             else:
-                results[action.id] = _record_in(session, action, channels[action.id].kind, result, policy, actor, now)
+                results[action.id] = _record_in(session, action, channels[action.id].kind, result, policy, actor, now,
+                                                context.hooks)
         refused = {action_id for action_id, outcome in
                    lifecycle.publish_batch(session, published, now=now, actor=actor).items() if outcome is not None}
         if refused:  # claimed in this very transaction: nobody else can have moved them
             raise RuntimeError(f"publish_batch left {len(refused)} row(s) this transaction claimed unpublished")
+        sent = {action_id: provider_id for action_id, _, provider_id in published}
+        results.update(_published_with_follow_ups(session, context.hooks, [
+            (action, sent[action.id]) for action in claimed if action.id in sent], now, actor))
     return results
 
 
@@ -1053,12 +1089,16 @@ def record_outcome(
 ) -> DispatchResult:
     """Step 3: one short write transaction turning the provider's outcome into a move (see :func:`_retrying`)."""
     return _retrying(lambda session: _record_in(session, action, channel_kind, result, context.policy, actor,
-                                                context.clock.now()), context, f"action {action.id}")
+                                                context.clock.now(), context.hooks), context, f"action {action.id}")
 
 
 def _record_in(session, action: ScheduledAction, channel_kind: str, result: SendResult, policy: Policy,
-               actor: Actor, now: datetime) -> DispatchResult:
-    """In the caller's write transaction: the move the provider's outcome calls for, with the claim token."""
+               actor: Actor, now: datetime, hooks: Hooks | None = None) -> DispatchResult:
+    """In the caller's write transaction: the move the provider's outcome calls for, with the claim token.
+
+    A publish tells the wings (``hooks.published``) in the same transaction: what they mint in answer
+    commits with it, and rides on the result as its ``follow_ups``.
+    """
     token = action.claim_token
     reconnect = result.reconnect_needed and result.outcome is SendOutcome.PERMANENT
     if reconnect and renew_soon(session, action.channel_id, now=now):
@@ -1075,7 +1115,9 @@ def _record_in(session, action: ScheduledAction, channel_kind: str, result: Send
     if result.outcome is SendOutcome.SUCCESS:
         moved = lifecycle.publish(session, action.id, claim_token=token, provider_id=result.provider_id,
                                   now=now, actor=actor)
-        return _result(action.id, moved, DispatchOutcome.PUBLISHED)
+        if not moved.ok:
+            return _result(action.id, moved, DispatchOutcome.PUBLISHED)
+        return _published(action.id, _follow_ups(session, hooks, [(moved.row, result.provider_id)], now, actor))
     if result.outcome in (SendOutcome.NOT_SENT, SendOutcome.RETRY_LATER) or retry_with_key:
         if action.attempt_count >= policy.max_attempts:
             code = FailureCode.OUTCOME_UNKNOWN if retry_with_key else FailureCode.ATTEMPTS_EXHAUSTED

@@ -45,6 +45,7 @@ from models.channels.providers import PROVIDERS, Delivery, SendContext, SendOutc
 from models.channels.providers.http import channel_client
 from models.channels.tables import Channel
 from models.core.database import read_session, write_session
+from models.core.hooks import Hooks
 from models.core.moves import Actor
 from models.core.policy import Policy
 from models.core.secrets_box import SecretBox, SecretUnreadable
@@ -140,12 +141,14 @@ _IN_DOUBT = (
 
 
 def settle_in_doubt(*, now: datetime, cutoff: datetime, policy: Policy, actor: Actor, secret_box: SecretBox,
-                    delivery_of: Callable[..., Delivery], engine: Engine | None = None) -> dict[str, int]:
+                    delivery_of: Callable[..., Delivery], engine: Engine | None = None,
+                    hooks: Hooks | None = None) -> dict[str, int]:
     """Recovery's question for rows left submitted past ``cutoff`` on channels that can be asked (see the module
     docstring); returns how many were published, sent again, failed and left for the next pass.
 
     ``delivery_of(action, channel, secret)`` is the dispatch's own builder of a Delivery, so the question
-    is asked about exactly what was sent.
+    is asked about exactly what was sent. A row found published tells the wings (``hooks``) in the
+    transaction that records it, as the dispatch does.
     """
     counts = {"published": 0, "requeued": 0, "failed": 0, "left": 0}
     kinds = settling_kinds()
@@ -159,7 +162,8 @@ def settle_in_doubt(*, now: datetime, cutoff: datetime, policy: Policy, actor: A
     for action, channel in stuck:
         answer = _ask(action, channel, now=now, policy=policy, secret_box=secret_box, delivery_of=delivery_of)
         with write_session(engine) as session:
-            counts[_decide_in(session, action, channel, answer, now=now, cutoff=cutoff, actor=actor)] += 1
+            counts[_decide_in(session, action, channel, answer, now=now, cutoff=cutoff, actor=actor,
+                              hooks=hooks)] += 1
     return counts
 
 
@@ -180,7 +184,7 @@ def _ask(action: ScheduledAction, channel: Channel, *, now: datetime, policy: Po
 
 
 def _decide_in(session, action: ScheduledAction, channel: Channel, answer: SendResult | None, *, now: datetime,
-               cutoff: datetime, actor: Actor) -> str:
+               cutoff: datetime, actor: Actor, hooks: Hooks | None = None) -> str:
     name = getattr(provider_for(channel.kind), "WHAT", channel.kind)
     since = f"submitted at {action.submitted_at:%Y-%m-%d %H:%M:%S}Z and no result recorded"
     if answer is not None and answer.outcome is SendOutcome.SUCCESS:
@@ -188,8 +192,10 @@ def _decide_in(session, action: ScheduledAction, channel: Channel, answer: SendR
                               message=f"{since}; asked: {answer.asked or 'found'}")
         if not asked.ok:
             return "left"  # it moved meanwhile: the worker was alive after all
-        lifecycle.publish(session, action.id, claim_token=action.claim_token, provider_id=answer.provider_id,
-                          now=now, actor=actor)
+        moved = lifecycle.publish(session, action.id, claim_token=action.claim_token, provider_id=answer.provider_id,
+                                  now=now, actor=actor)
+        if moved.ok and hooks is not None:  # what follows it is minted now, and the tick's drain sends it
+            hooks.published(session, [(moved.row, answer.provider_id)], now, actor)
         return "published"
     if answer is not None and answer.outcome is SendOutcome.NOT_SENT:
         moved = lifecycle.revert(session, action.id, claim_token=action.claim_token, next_attempt_at=now, now=now,

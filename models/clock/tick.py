@@ -169,7 +169,7 @@ def sweep_misfires(*, now: datetime, policy: Policy, actor: Actor, engine: Engin
 
 
 def recover_lost_workers(*, now: datetime, policy: Policy, actor: Actor, engine: Engine | None = None,
-                         secret_box: SecretBox | None = None) -> int:
+                         secret_box: SecretBox | None = None, hooks: Hooks | None = None) -> int:
     """Fail every row left ``submitted`` past the recovery timeout (``worker_lost``); returns how many.
 
     The cut-off rides on each guarded UPDATE, so a worker that finishes meanwhile keeps
@@ -184,7 +184,7 @@ def recover_lost_workers(*, now: datetime, policy: Policy, actor: Actor, engine:
     if secret_box is not None:
         asked_kinds = settling.settling_kinds()
         settled = settling.settle_in_doubt(now=now, cutoff=cutoff, policy=policy, actor=actor, secret_box=secret_box,
-                                           delivery_of=_delivery_with, engine=engine)
+                                           delivery_of=_delivery_with, engine=engine, hooks=hooks)
         recovered += settled["published"] + settled["requeued"] + settled["failed"]
     while True:
         with read_session(engine) as session:
@@ -246,7 +246,8 @@ def tick_pass(clock_run_id: int, *, clock: Clock, policy: Policy, dispatcher: Di
     actor = Actor.job(TICK, clock_run_id)
     with read_session(engine) as session:
         backlog_at_start, _ = rollup.backlog(session, clock.now())
-    recovered = recover_lost_workers(now=clock.now(), policy=policy, actor=actor, engine=engine, secret_box=secret_box)
+    recovered = recover_lost_workers(now=clock.now(), policy=policy, actor=actor, engine=engine, secret_box=secret_box,
+                                     hooks=hooks)
     missed = sweep_misfires(now=clock.now(), policy=policy, actor=actor, engine=engine,
                             exempt_origins=hooks.lateness_decided if hooks else ())
     started = time.monotonic()
@@ -327,13 +328,13 @@ def run_tick(*, clock: Clock, policy: Policy, dispatcher: Dispatcher, engine: En
 
 
 def run_recovery(*, clock: Clock, policy: Policy, engine: Engine | None = None,
-                 secret_box: SecretBox | None = None) -> dict:
+                 secret_box: SecretBox | None = None, hooks: Hooks | None = None) -> dict:
     """Only dead-worker recovery, recorded as a ``recover`` clock run (the tick also does it first)."""
     return run_recorded(
         RECOVER,
         lambda run_id: {"recovered": recover_lost_workers(now=clock.now(), policy=policy,
                                                           actor=Actor.job(RECOVER, run_id), engine=engine,
-                                                          secret_box=secret_box)},
+                                                          secret_box=secret_box, hooks=hooks)},
         clock=clock,
         engine=engine,
     )

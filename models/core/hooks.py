@@ -13,12 +13,16 @@ registered part in turn.
 | zone changes     | a workspace's change of time zone          | "move what follows the workspace's zone"            | approved posts, reconciled |
 | change rules     | a person's reschedule or retry of a row, per origin | "may a person do this to a row you minted?" (a refusal is raised as it is) | — |
 | media users      | the media library, before it deletes an item | "what of yours that is not archived refers to this item?" | posts not archived |
+| after publish    | every publish of a row (the dispatch, recovery's late success), per origin, inside the transaction that records it | "what follows this row, now that it went out?" (rows it inserts commit with the publish, or not at all) | the next item of a thread, or the first comment |
 """
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
+
+log = logging.getLogger("tickwork.hooks")
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,11 @@ ChangeRule = Callable[[Any, Any, str], Exception | None]
 # words a person reads ("post 12"). The library refuses to delete an item while any answer is non-empty.
 MediaUsers = Callable[[Any, int, int], list[str]]
 
+# (session, [(row just published, its provider id)], now, actor) -> the rows it inserted. Runs inside
+# the transaction that records the publish, after the row moved, so what it mints commits with the
+# publish or not at all; the caller hands the new rows to the queue once that transaction commits.
+AfterPublish = Callable[[Any, list, datetime, Any], list]
+
 
 @dataclass
 class Hooks:
@@ -93,6 +102,7 @@ class Hooks:
     policy: Any = None
     change_rules: dict[str, list[ChangeRule]] = field(default_factory=dict)
     media_users: list[MediaUsers] = field(default_factory=list)
+    after_publish: dict[str, list[AfterPublish]] = field(default_factory=dict)
 
     def add_pre_send_check(self, origin: str, check: PreSendCheck, *, decides_lateness: bool = False) -> None:
         """Ask ``check`` before any row of ``origin`` is claimed; with ``decides_lateness`` it alone
@@ -122,6 +132,27 @@ class Hooks:
     def add_media_users(self, users: MediaUsers) -> None:
         """Ask ``users`` what refers to a media item before the library deletes it."""
         self.media_users.append(users)
+
+    def add_after_publish(self, origin: str, follow: AfterPublish) -> None:
+        """Ask ``follow`` in the transaction that records a row of ``origin`` published."""
+        self.after_publish.setdefault(origin, []).append(follow)
+
+    def published(self, session, rows: list, now: datetime, actor) -> list:
+        """Tell the wings that ``rows`` (``(row, provider id)`` pairs) were just recorded published, in that
+        transaction; the rows they inserted in answer."""
+        inserted: list = []
+        for origin, follows in self.after_publish.items():
+            of_origin = [(row, provider_id) for row, provider_id in rows if row.origin == origin]
+            for follow in follows if of_origin else ():
+                try:
+                    with session.begin_nested():
+                        inserted += follow(session, of_origin, now, actor)
+                except Exception:
+                    # The send happened: its publish stays recorded whatever a wing's follow-up does. What did
+                    # not follow is said here, and shows on the wing's own page as still waiting.
+                    log.exception("after publishing %s, %s failed; the publish stands",
+                                  ", ".join(f"action {row.id}" for row, _ in of_origin), getattr(follow, "__name__", follow))
+        return inserted
 
     def users_of_media(self, session, workspace_id: int, media_id: int) -> list[str]:
         """Everything not archived that refers to media item ``media_id``, from every wing."""

@@ -13,6 +13,7 @@ from models.core.policy import Policy
 from models.posts.reading import list_posts
 from models.posts.reconciler import reconcile_post
 from models.posts.tables import Post, PostStatus, post_id_of
+from models.posts.threads import mint_follow_ups
 
 
 def register(hooks: Hooks) -> None:
@@ -22,6 +23,9 @@ def register(hooks: Hooks) -> None:
     hooks.add_calendar_source(draft_entries)
     hooks.add_zone_change("posts", reconcile_approved_posts)
     hooks.add_media_users(posts_using_media)
+    # A head the reconciler minted, or a person's Post now of it: either way its thread follows.
+    hooks.add_after_publish(Origin.RECONCILER.value, mint_follow_ups)
+    hooks.add_after_publish(Origin.PERSON.value, mint_follow_ups)
 
 
 def stop_rows_of_drafts(session: Session, rows: list[ScheduledAction], now: datetime) -> dict[int, Stop]:
@@ -52,19 +56,26 @@ _USING_MEDIA = {
     "postgresql": text("SELECT id FROM posts WHERE workspace_id = :workspace_id AND status <> 'archived' "
                        "AND (CAST(media AS jsonb) @> CAST(:needle AS jsonb) "
                        "OR jsonb_path_exists(CAST(variants AS jsonb), '$.*.media[*] ? (@ == $id)', "
-                       "jsonb_build_object('id', CAST(:media_id AS integer)))) ORDER BY id"),
+                       "jsonb_build_object('id', CAST(:media_id AS integer))) "
+                       "OR COALESCE(CAST(thread AS jsonb), '[]') @> CAST(:in_items AS jsonb) "
+                       "OR COALESCE(CAST(first_comment AS jsonb), '{}') @> CAST(:in_item AS jsonb)) ORDER BY id"),
     "sqlite": text("SELECT id FROM posts WHERE workspace_id = :workspace_id AND status <> 'archived' "
                    "AND (EXISTS (SELECT 1 FROM json_each(posts.media) WHERE json_each.value = :media_id) "
                    "OR EXISTS (SELECT 1 FROM json_each(posts.variants) AS variant, "
-                   "json_each(variant.value, '$.media') AS item WHERE item.value = :media_id)) ORDER BY id"),
+                   "json_each(variant.value, '$.media') AS item WHERE item.value = :media_id) "
+                   "OR EXISTS (SELECT 1 FROM json_each(COALESCE(posts.thread, '[]')) AS item, "
+                   "json_each(item.value, '$.media') AS used WHERE used.value = :media_id) "
+                   "OR EXISTS (SELECT 1 FROM json_each(COALESCE(posts.first_comment, '{}'), '$.media') AS used "
+                   "WHERE used.value = :media_id)) ORDER BY id"),
 }
 
 
 def posts_using_media(session: Session, workspace_id: int, media_id: int) -> list[str]:
-    """The posts not archived whose media, or one of whose variants' media, include ``media_id`` (a published post
-    still shows it)."""
+    """The posts not archived whose media, variants' media, thread items' media or first comment's media
+    include ``media_id`` (a published post still shows it)."""
     query = _USING_MEDIA[session.get_bind().dialect.name]
-    found = session.scalars(query, {"workspace_id": workspace_id, "media_id": media_id, "needle": f"[{media_id}]"})
+    found = session.scalars(query, {"workspace_id": workspace_id, "media_id": media_id, "needle": f"[{media_id}]",
+                                    "in_items": f'[{{"media": [{media_id}]}}]', "in_item": f'{{"media": [{media_id}]}}'})
     return [f"post {post_id}" for post_id in found]
 
 

@@ -31,6 +31,7 @@ from models.posts.checks import check_content, check_targets, check_texts, check
 from models.posts.reconciler import reconcile_post
 from models.posts.reading import get_post, post_payload, post_rows, post_targets
 from models.posts.tables import ACTION_TYPE, TERMINAL_POST_STATUSES, Post, PostStatus, PostTarget
+from models.posts.threads import check_first_comment, check_thread, follow_up_rows
 from models.timing.wall_time import InvalidTimezone, ResolvedTime
 
 
@@ -54,14 +55,19 @@ def create_post(
     wall_time: time,
     media=None,
     variants=None,
+    thread=None,
+    first_comment=None,
     actor: Actor,
     now: datetime,
     policy: Policy,
 ) -> PostChange:
     """Create a draft post after checking everything: targets, time, each target's own body and media
-    (its variant's where ``variants`` gives it one)."""
+    (its variant's where ``variants`` gives it one), and its thread and first comment against the
+    targets that take them (:mod:`models.posts.threads`)."""
     channels = check_targets(session, workspace_id, targets)
     body, media, variants = check_content(session, workspace_id, body, media, variants, channels)
+    thread = check_thread(session, workspace_id, thread, channels)
+    first_comment = check_first_comment(session, workspace_id, first_comment, channels)
     resolved = check_wall_time(wall_date, wall_time, workspace_zone(session, workspace_id), now, policy)
     post = Post(
         workspace_id=workspace_id,
@@ -69,6 +75,8 @@ def create_post(
         body=body,
         media=media,
         variants=variants,
+        thread=thread,
+        first_comment=first_comment,
         wall_date=wall_date,
         wall_time=wall_time,
         status=PostStatus.DRAFT.value,
@@ -99,11 +107,14 @@ def update_post(
     wall_time: time | None = None,
     media=_UNSET,
     variants=_UNSET,
+    thread=_UNSET,
+    first_comment=_UNSET,
     actor: Actor,
     now: datetime,
     policy: Policy,
 ) -> PostChange:
-    """Change a draft or approved post's body, media, variants, wall time or targets, then reconcile it.
+    """Change a draft or approved post's body, media, variants, thread, first comment, wall time or targets, then
+    reconcile it.
 
     Fields left out keep their value; ``variants`` given replaces them all (None: none). A
     variant of a target the edit removes goes with it. An approved post stays approved: its
@@ -119,6 +130,10 @@ def update_post(
     new_body, new_media, new_variants = check_content(
         session, workspace_id, post.body if body is _UNSET else body, post.media if media is _UNSET else media,
         variants, channels)
+    # Checked again on new targets too: a target without replies or comments refuses the post's thread.
+    new_thread = check_thread(session, workspace_id, post.thread if thread is _UNSET else thread, channels)
+    new_comment = check_first_comment(session, workspace_id,
+                                      post.first_comment if first_comment is _UNSET else first_comment, channels)
     note = None
     if wall_date is not None or wall_time is not None:
         if wall_date is None or wall_time is None:
@@ -126,6 +141,7 @@ def update_post(
         note = check_wall_time(wall_date, wall_time, workspace_zone(session, workspace_id), now, policy).note
         post.wall_date, post.wall_time = wall_date, wall_time
     post.body, post.media, post.variants = new_body, new_media, new_variants
+    post.thread, post.first_comment = new_thread, new_comment
     if targets is not _UNSET:
         _replace_targets(session, post.id, channels)
     post.revision += 1
@@ -346,7 +362,8 @@ def archive_post(
     if post.status == PostStatus.ARCHIVED.value:
         return PostChange(post)
     cancelled = 0
-    for row in post_rows(session, workspace_id, [post.id])[post.id]:
+    # Its thread's queued items and first comment too: a thread stops where it is.
+    for row in post_rows(session, workspace_id, [post.id])[post.id] + follow_up_rows(session, workspace_id, post.id):
         if row.status == Status.QUEUED.value:
             outcome = lifecycle.cancel(
                 session, row.id, workspace_id=workspace_id, kind=CancelKind.PERSON, now=now, actor=actor,

@@ -179,7 +179,7 @@ class BlueskyFake:
         rkey = given.get("rkey")
         if not isinstance(rkey, str) or not TID.match(rkey):
             return _error(400, "InvalidRequest", "Invalid record key: app.bsky.feed.post keys are TIDs")
-        problem = _post_problem(given.get("record"), self.blobs)
+        problem = _post_problem(given.get("record"), self.blobs) or self._reply_problem(given.get("record"))
         if problem:
             return _error(400, "InvalidRequest", f"Invalid app.bsky.feed.post record: {problem}")
         if rkey in self.records:
@@ -187,6 +187,27 @@ class BlueskyFake:
         cid = "bafyrei" + hashlib.sha256(body).hexdigest()[:52]
         self.records[rkey] = (given["record"], cid)
         return _ok({"uri": self.uri(rkey), "cid": cid, "validationStatus": "valid"})
+
+    def _reply_problem(self, record: dict) -> str | None:
+        """A reply's ``root`` and ``parent`` must be strong refs (uri and cid) to posts this repository holds, with
+        the cid the record has: what the lexicon requires and what an AppView needs to thread it."""
+        reply = record.get("reply")
+        if reply is None:
+            return None
+        if not isinstance(reply, dict) or set(reply) != {"root", "parent"}:
+            return "reply must have root and parent"
+        for role in ("root", "parent"):
+            ref = reply[role]
+            if not isinstance(ref, dict) or not isinstance(ref.get("uri"), str) or not isinstance(ref.get("cid"), str):
+                return f"reply/{role} must be a strong ref with uri and cid"
+            rkey = ref["uri"].rsplit("/", 1)[-1]
+            if ref["uri"] != self.uri(rkey) or rkey not in self.records or self.records[rkey][1] != ref["cid"]:
+                return f"reply/{role} does not name a post in this repository"
+        return None
+
+    def replies(self) -> list[tuple[str, dict]]:
+        """``(rkey, reply)`` of every record that is a reply, in the order they were made."""
+        return [(rkey, record["reply"]) for rkey, (record, _) in self.records.items() if "reply" in record]
 
     def _get_record(self, request: Request) -> Response:
         args = request.args

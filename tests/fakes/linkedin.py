@@ -7,11 +7,17 @@ the bearer token (401 ``EXPIRED_ACCESS_TOKEN`` otherwise), the body's shape and 
 image named was uploaded, and answers 201 with the post's URN in ``x-restli-id``. Errors carry
 LinkedIn's body: ``status``, ``serviceErrorCode``, ``code``, ``message``. A test queues an
 answer for a path with :meth:`LinkedInFake.fail_next`.
+
+The Comments API: ``POST /rest/socialActions/{post URN, encoded}/comments`` with ``actor``,
+``object`` (the same URN, of a post this fake made) and ``message.text`` (at most 1,250
+characters) answers 201 with the comment (``commentUrn``, ``id``) and its URN in ``x-restli-id``;
+``comments`` keeps them.
 """
 
 import json
 import re
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from werkzeug import Request, Response
 
@@ -46,10 +52,11 @@ class LinkedInFake:
         self.seen: list[Seen] = []
         self.images: dict[str, dict] = {}  # urn -> {"owner", "data", "uploaded"}
         self.posts: list[dict] = []
+        self.comments: list[dict] = []
         self._queued: dict[str, list[Response]] = {}
         self._next = 7000
         for method, path in (("POST", "/rest/images"), ("PUT", re.compile(r"^/dms-uploads/.*")),
-                             ("POST", "/rest/posts")):
+                             ("POST", "/rest/posts"), ("POST", re.compile(r"^/rest/socialActions/[^/]+/comments$"))):
             httpserver.expect_request(path, method=method).respond_with_handler(self._handle)
 
     @property
@@ -85,7 +92,25 @@ class LinkedInFake:
             return error(400, "BAD_REQUEST", "X-Restli-Protocol-Version 2.0.0 is required")
         if request.path == "/rest/images":
             return self._initialize(seen)
+        if request.path.startswith("/rest/socialActions/"):
+            return self._comment(seen, unquote(request.path.split("/")[3]))
         return self._post(seen)
+
+    def _comment(self, seen: Seen, target: str) -> Response:
+        comment = seen.json
+        if not isinstance(comment, dict) or not AUTHOR.match(str(comment.get("actor", ""))):
+            return error(422, "UNPROCESSABLE_ENTITY", "/actor :: field is required")
+        if comment.get("object") != target or target not in {post["urn"] for post in self.posts}:
+            return error(404, "NOT_FOUND", f"Not enough permissions or the entity {target} does not exist")
+        text = (comment.get("message") or {}).get("text")
+        if not isinstance(text, str) or not text or len(text) > 1250:
+            return error(422, "UNPROCESSABLE_ENTITY", "/message/text :: length must be 1 to 1250")
+        self._next += 1
+        urn = f"urn:li:comment:({target},{self._next})"
+        made = {"actor": comment["actor"], "object": target, "message": {"text": text}, "id": str(self._next),
+                "commentUrn": urn}
+        self.comments.append(made)
+        return Response(json.dumps(made), status=201, headers={"x-restli-id": urn}, content_type="application/json")
 
     def _initialize(self, seen: Seen) -> Response:
         owner = ((seen.json or {}).get("initializeUploadRequest") or {}).get("owner")

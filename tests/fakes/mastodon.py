@@ -5,7 +5,8 @@ attachment, or 202 with ``url: null`` while it is processed (``processing_polls`
 ``GET /api/v1/media/:id`` answer 206 before one answers 200). ``POST /api/v1/statuses`` takes
 ``status``, ``media_ids[]``, ``visibility`` and ``Idempotency-Key``: a media id it does not
 know is 422, one still processing 422 "Cannot attach files that have not finished processing",
-as Mastodon answers. ``GET /api/v2/instance`` tells its ``configuration.statuses`` limits.
+as Mastodon answers; ``in_reply_to_id`` must name a status it holds (else 404 "Record not found").
+``GET /api/v2/instance`` tells its ``configuration.statuses`` limits.
 A wrong token is 401 "The access token is invalid".
 """
 
@@ -103,8 +104,11 @@ class FakeMastodon:
             if self.media[media_id]["polls_left"] > 0:
                 return json_response({"error": "Cannot attach files that have not finished processing. "
                                                "Try again in a moment!"}, 422)
+        parent = received.form.get("in_reply_to_id")
+        if parent is not None and parent not in {status["id"] for status in self.statuses}:
+            return json_response({"error": "Record not found"}, 404)
         status = {"id": str(next(self._ids)), "content": f"<p>{text}</p>", "visibility": received.form.get("visibility"),
-                  "media_attachments": [self._attachment(media_id) for media_id in ids]}
+                  "media_attachments": [self._attachment(media_id) for media_id in ids], "in_reply_to_id": parent}
         self.statuses.append(status)
         return json_response(status)
 

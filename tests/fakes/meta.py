@@ -8,8 +8,11 @@ Each network answers under its own root on the server (``/threads/v1.0``, ``/fac
 | network | root | calls |
 |---|---|---|
 | threads | ``/threads/v1.0`` | ``POST /{user}/threads``, ``GET /{container}?fields=status,error_message``, ``POST /{user}/threads_publish`` |
-| facebook | ``/facebook/v21.0`` | ``POST /{page}/feed``, ``POST /{page}/photos`` (multipart ``source``) |
-| instagram | ``/instagram/v21.0`` | ``POST /{ig-user}/media``, ``GET /{container}?fields=status_code``, ``POST /{ig-user}/media_publish``, ``GET /{ig-user}/content_publishing_limit`` |
+| facebook | ``/facebook/v21.0`` | ``POST /{page}/feed``, ``POST /{page}/photos`` (multipart ``source``), ``POST /{post}/comments`` |
+| instagram | ``/instagram/v21.0`` | ``POST /{ig-user}/media``, ``GET /{container}?fields=status_code``, ``POST /{ig-user}/media_publish``, ``GET /{ig-user}/content_publishing_limit``, ``POST /{media}/comments`` |
+
+A Threads container with ``reply_to_id`` must answer a post the fake published; a comment
+(``message``) must go under a post it published. ``comments`` keeps them.
 
 It refuses what the network refuses: a missing or wrong bearer token (code 190), a missing
 required parameter (code 100), a carousel of unknown or too few children, publishing a
@@ -38,7 +41,7 @@ class Seen:
 
     method: str
     path: str
-    step: str  # create, status, publish, feed, photos, limit
+    step: str  # create, status, publish, feed, photos, limit, comments
     form: dict
     query: dict
     headers: dict
@@ -63,6 +66,7 @@ class MetaGraph:
         self.containers: dict[str, dict] = {}
         self.photos: dict[str, dict] = {}
         self.published: list[dict] = []
+        self.comments: list[dict] = []
         self.quota_total, self.quota_duration, self.quota_usage = 100, 86400, 0
         self._failures: dict[str, deque] = {}
         self._ids = itertools.count(18_000_000_001)
@@ -107,7 +111,8 @@ class MetaGraph:
             return "status"
         return {("POST", "threads"): "create", ("POST", "media"): "create", ("POST", "threads_publish"): "publish",
                 ("POST", "media_publish"): "publish", ("POST", "feed"): "feed", ("POST", "photos"): "photos",
-                ("GET", "content_publishing_limit"): "limit"}.get((method, edge), "unknown")
+                ("GET", "content_publishing_limit"): "limit", ("POST", "comments"): "comments"}.get(
+                    (method, edge), "unknown")
 
     @staticmethod
     def _json(body: dict, status: int = 200, headers: dict | None = None) -> Response:
@@ -148,6 +153,9 @@ class MetaGraph:
             return self._json(error_body(100, f"(#100) media_type {media_type} is not valid here"), 400)
         elif not params.get(url_key):
             return self._missing(url_key)
+        if "reply_to_id" in params and (self.network != "threads" or params["reply_to_id"] not in {
+                post["id"] for post in self.published}):
+            return self._json(error_body(100, "(#100) reply_to_id names no post this account may reply to"), 400)
         container = self._new_id()
         fetched = url_key is None or self._fetchable(params[url_key])
         self.containers[container] = {"params": params, "item": params.get("is_carousel_item") == "true",
@@ -187,6 +195,18 @@ class MetaGraph:
         post = {"id": self._new_id(), "container": params["creation_id"]}
         self.published.append(post)
         return self._json({"id": post["id"]})
+
+    def _comments(self, params: dict, seen: Seen, parts) -> Response:
+        """``POST /{post-id}/comments`` (Facebook's Page post, Instagram's media): a comment under a published post."""
+        if self.network == "threads" or parts[0] not in {post["id"] for post in self.published}:
+            return self._json(error_body(100, "(#100) Object does not exist, cannot be loaded due to missing "
+                                              "permissions, or does not support this operation", subcode=33,
+                                         type_="GraphMethodException"), 400)
+        if not params.get("message"):
+            return self._missing("message")
+        comment = {"id": self._new_id(), "on": parts[0], "message": params["message"]}
+        self.comments.append(comment)
+        return self._json({"id": comment["id"]})
 
     def _limit(self, params: dict, seen: Seen, parts) -> Response:
         fields = params.get("fields", "quota_usage").split(",")

@@ -3,7 +3,8 @@
 The chunked media upload (``initialize``, ``append``, ``finalize``, ``STATUS``), media metadata
 and ``POST /2/tweets``, as docs.x.com documents them: bearer tokens checked (401 otherwise), a
 media id unknown or not yet processed refused with 400, duplicate text refused with 403, X's
-problem bodies (``title``, ``detail``, ``type``, ``status``). A test queues an answer for a path
+problem bodies (``title``, ``detail``, ``type``, ``status``). A reply (``reply.in_reply_to_tweet_id``)
+must answer a post this fake holds, else 400 as X refuses a reply to a post that is gone. A test queues an answer for a path
 with :meth:`XFake.fail_next`, and states for a video's processing with ``processing``.
 """
 
@@ -192,7 +193,15 @@ class XFake:
                            errors=[{"message": "Your Tweet text is too long."}])
         if text and any(post["text"] == text for post in self.posts):
             return problem(403, "Forbidden", "You are not allowed to create a Tweet with duplicate content.")
-        post = {"id": self._new_id(), "text": text, "media_ids": list(media_ids)}
+        reply = body.get("reply")
+        if reply is not None:
+            parent = reply.get("in_reply_to_tweet_id") if isinstance(reply, dict) else None
+            if not isinstance(parent, str) or parent not in {post["id"] for post in self.posts}:
+                return problem(400, "Invalid Request", "One or more parameters to your request was invalid.",
+                               errors=[{"message": "Your Tweet's reply.in_reply_to_tweet_id names a Tweet that has "
+                                                   "been deleted or is not visible to you."}])
+        post = {"id": self._new_id(), "text": text, "media_ids": list(media_ids),
+                "in_reply_to": reply.get("in_reply_to_tweet_id") if reply else None}
         self.posts.append(post)
         return Response(json.dumps({"data": {"id": post["id"], "text": text, "edit_history_tweet_ids": [post["id"]]}}),
                         status=201, content_type="application/json")

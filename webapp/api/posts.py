@@ -9,6 +9,7 @@ from models.core.errors import InvalidInput
 from models.posts.checks import MAX_TARGETS
 from models.posts.tables import Post, PostStatus
 from models.posts.operations import approve_post, archive_post, create_post, post_now, unapprove_post, update_post
+from models.posts.threads import follow_up_rows, follow_ups_of
 from models.posts.reading import (
     delivery_of,
     get_post,
@@ -32,7 +33,7 @@ from models.core.runtime import runtime
 
 bp = Blueprint("api_posts", __name__, url_prefix="/api/v1/posts")
 
-CREATE_FIELDS = {"body", "media", "local_time", "targets", "variants"}
+CREATE_FIELDS = {"body", "media", "local_time", "targets", "variants", "thread", "first_comment"}
 UPDATE_FIELDS = CREATE_FIELDS
 
 
@@ -49,6 +50,7 @@ def post_json(session, post: Post, zone: str, *, rows=None, actions: bool = Fals
     if rows is None:
         rows = post_rows(session, post.workspace_id, [post.id])[post.id]
     delivery = delivery_of([channel.name for channel in targets], rows)
+    follow_rows = follow_up_rows(session, post.workspace_id, post.id) if post.thread or post.first_comment else []
     try:
         resolved = resolve_post_time(post, zone)
         publish_at, note = iso(resolved.instant), resolved.note
@@ -70,9 +72,13 @@ def post_json(session, post: Post, zone: str, *, rows=None, actions: bool = Fals
                 "status": target.status,
                 "action_id": target.latest.id if target.latest else None,
                 "publish_at": iso(target.latest.publish_at) if target.latest else None,
+                **({"follow_ups": follow_ups_of(post, channel, follow_rows)} if follow_rows or post.thread
+                   or post.first_comment else {}),
             }
-            for target in delivery.targets
+            for target, channel in zip(delivery.targets, targets)
         ],
+        "thread": post.thread or [],
+        "first_comment": post.first_comment,
         "delivery": {"sent": delivery.sent, "total": delivery.total, "label": delivery.label},
         "revision": post.revision,
         "created_at": iso(post.created_at),
@@ -83,7 +89,8 @@ def post_json(session, post: Post, zone: str, *, rows=None, actions: bool = Fals
     }
     if actions:
         names = {channel.id: channel.name for channel in targets}
-        body["actions"] = [action_json(row, channel_name=names.get(row.channel_id, row.target_key)) for row in rows]
+        body["actions"] = [action_json(row, channel_name=names.get(row.channel_id, row.target_key))
+                           for row in rows + follow_rows]
     return body
 
 
@@ -135,6 +142,8 @@ def create():
     with write_session() as session:
         change = create_post(session, caller.workspace.id, body=body["body"], targets=body["targets"],
                              wall_date=wall_date, wall_time=wall_time, media=media, variants=variants,
+                             thread=body.get("thread"),
+                             first_comment=body.get("first_comment"),
                              actor=caller.actor, now=rt.now(), policy=rt.policy)
         return _answer(session, change, caller, status=201, note=change.note)
 
@@ -199,7 +208,8 @@ def update(post_id: int):
             raise InvalidInput(f"{name} cannot be null", field=name, code="missing")
     rt = runtime()
     wall_date, wall_time = _time_fields(body)
-    changes = {name: body[name] for name in ("body", "targets", "media", "variants") if name in body}
+    changes = {name: body[name] for name in ("body", "targets", "media", "variants", "thread", "first_comment")
+               if name in body}
     if "media" in changes:
         changes["media"] = _media_fetched(caller, changes["media"], rt)
     if "variants" in changes:
@@ -278,6 +288,13 @@ _FIELDS = {
                                 "channel, the rule and variants.<name>.body or .media); on a change, the whole "
                                 "set is replaced (null: none)",
                  "additionalProperties": {"$ref": "#/components/schemas/PostVariant"}},
+    "thread": {"type": ["array", "null"], "maxItems": 24,
+               "description": "items after the post, each sent as a reply to the one before on targets with replies "
+                              "(X, Bluesky, Mastodon, Threads); a target with neither replies nor comments refuses it",
+               "items": {"$ref": "#/components/schemas/PostItem"}},
+    "first_comment": {"description": "a comment under the post on targets with comments (LinkedIn, Facebook, "
+                                     "Instagram): an item, or a string (its body)",
+                      "anyOf": [{"$ref": "#/components/schemas/PostItem"}, {"type": "string"}, {"type": "null"}]},
 }
 _POST_ANSWER = {"$ref": "#/components/schemas/Post"}
 
@@ -305,7 +322,10 @@ OPENAPI = {
                                                             "channel": {"type": "string"},
                                                             "status": {"type": "string"},
                                                             "action_id": {"type": ["integer", "null"]},
-                                                            "publish_at": _MAYBE_INSTANT}}},
+                                                            "publish_at": _MAYBE_INSTANT,
+                                                            "follow_ups": {"type": "array", "items": {
+                                                                "type": "object",
+                                                                "required": ["item", "status"]}}}}},
                 "delivery": {"type": "object", "required": ["sent", "total", "label"], "properties": {
                     "sent": {"type": "integer"}, "total": {"type": "integer"}, "label": {"type": "string"}}},
                 "revision": {"type": "integer"},
@@ -314,6 +334,8 @@ OPENAPI = {
                 "approved_at": _MAYBE_INSTANT,
                 "published_at": _MAYBE_INSTANT,
                 "archived_at": _MAYBE_INSTANT,
+                "thread": {"type": "array", "items": {"$ref": "#/components/schemas/PostItem"}},
+                "first_comment": {"anyOf": [{"$ref": "#/components/schemas/PostItem"}, {"type": "null"}]},
                 "actions": {"type": "array", "items": {"$ref": "#/components/schemas/Action"}},
                 "note": {"type": "string"},
             },
@@ -322,6 +344,10 @@ OPENAPI = {
             "body": {"type": "string", "minLength": 1, "description": "checked against this target's length limit"},
             "media": {**_FIELDS["media"], "description": "media library ids (or https links, fetched into it) for "
                                                          "this target; [] sends none there"}}},
+        "PostItem": {"type": "object", "properties": {
+            "body": {"type": "string"},
+            "media": {"type": "array", "maxItems": 10, "items": {"type": "integer", "minimum": 1}}},
+            "additionalProperties": False},
         "NewPost": {"type": "object", "required": ["body", "targets", "local_time"], "properties": _FIELDS,
                     "additionalProperties": False},
         "PostChange": {"type": "object", "minProperties": 1, "properties": _FIELDS, "additionalProperties": False},

@@ -14,6 +14,7 @@ from models.core.errors import DomainError, InvalidInput
 from models.posts.tables import ACTION_TYPE, PostStatus, post_id_of
 from models.posts.operations import approve_post, archive_post, create_post, post_now, unapprove_post, update_post
 from models.posts.reading import delivery_of, get_post, post_rows, post_targets
+from models.posts.threads import follow_up_rows, follow_ups_of, position_of
 from models.core.time_input import parse_clock, parse_day, resolve_typed
 from models.core.runtime import runtime
 from models.imports.runs import commit, dry_run
@@ -32,7 +33,8 @@ def post_url(row) -> str | None:
     """The composer of the post a row was minted from, or None for a row of its own."""
     if row.action_type != ACTION_TYPE:
         return None
-    post_id = post_id_of(row.thing_id)
+    position = position_of(row.thing_id)  # a head, or one of its thread's items or its first comment
+    post_id = post_id_of(row.thing_id) if position is None else position[0]
     return url_for("posts.edit", post_id=post_id) if post_id is not None else None
 
 
@@ -153,12 +155,16 @@ def render_composer(post=None, *, error: DomainError | None = None, status: int 
     values = _draft_values(typed, post, day)
     if error is not None and (error.field or "").startswith("variants."):
         values["tab"] = error.field.split(".")[1]  # open the tab the refusal is about
-    delivery = None
+    delivery, follow_ups = None, {}
     if post is not None:
-        names = [c.name for c in post_targets(db.session, post.id)]
-        delivery = delivery_of(names, post_rows(db.session, v.workspace.id, [post.id])[post.id])
+        targets = post_targets(db.session, post.id)
+        delivery = delivery_of([c.name for c in targets], post_rows(db.session, v.workspace.id, [post.id])[post.id])
+        if post.thread or post.first_comment:  # each target's thread items and first comment, and what stopped them
+            follow_rows = follow_up_rows(db.session, v.workspace.id, post.id)
+            follow_ups = {c.name: shown for c in targets if (shown := follow_ups_of(post, c, follow_rows))}
     return render_page(
         "posts/composer.html", v=v, post=post, values=values, channels=_channels(v.workspace.id), delivery=delivery,
+        follow_ups=follow_ups,
         error=error, note=note, preview=_preview(values.get("date"), values.get("time"), v.zone),
         fits=_fits(values, v.workspace.id), previews=_previews(values, v.workspace.id),
     ), status

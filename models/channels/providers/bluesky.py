@@ -21,6 +21,11 @@ The **provider id** is the record's ``uri`` and ``cid`` separated by one space
 (``at://did:plc:…/app.bsky.feed.post/3l… bafyrei…``): :func:`record_ref` splits it back, as a
 reply needs both.
 
+**Replies** (a thread's items, ``replies``): a payload with ``reply_to`` = ``{"root", "parent"}``
+(provider ids of the thread's first post and of the post answered) makes the record's
+``reply`` = ``{"root": {"uri", "cid"}, "parent": {"uri", "cid"}}``, as ``app.bsky.feed.post``
+defines it.
+
 **Asking before giving up.** The record key is the same on every attempt at a row, and a
 repository holds one record per key, so no attempt can make a second post: the key is the
 idempotency key (``honours_idempotency_key``). After an unknown outcome (a timeout, a 5xx)
@@ -70,6 +75,8 @@ accepts = Accepts(
                      image=ImageRule(formats=frozenset({JPEG, PNG, WEBP}), max_bytes=IMAGE_BYTES, may_prepare=True)),
 )
 WHAT = "Bluesky"
+# A post may be a reply to another (a thread's items, models/posts/threads.py).
+replies = True
 
 
 def validate_config(config: dict) -> None:
@@ -86,6 +93,21 @@ def record_ref(provider_id: str) -> tuple[str, str]:
     """The ``(uri, cid)`` a Bluesky row's provider id holds."""
     uri, _, cid = provider_id.partition(" ")
     return uri, cid
+
+
+def reply_refs(reply_to) -> dict | None:
+    """The record's ``reply`` from a payload's ``reply_to`` (``{"root", "parent"}`` provider ids); None when either
+    lacks its uri or cid."""
+    if not isinstance(reply_to, dict):
+        return None
+    refs = {}
+    for role in ("root", "parent"):
+        given = reply_to.get(role)
+        uri, cid = record_ref(given) if isinstance(given, str) else ("", "")
+        if not uri.startswith("at://") or not cid:
+            return None
+        refs[role] = {"uri": uri, "cid": cid}
+    return refs
 
 
 @dataclass
@@ -305,6 +327,12 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
     except _Refused as refused:
         return refused.result
     record = post_record(text, now=context.now, images=images, facets=facets)
+    if "reply_to" in delivery.payload:
+        reply = reply_refs(delivery.payload["reply_to"])
+        if reply is None:
+            return SendResult(SendOutcome.PERMANENT, "the reply's root and parent need each a record's uri and cid; "
+                                                     "nothing was posted")
+        record["reply"] = reply
     step = "com.atproto.repo.createRecord"
     try:
         response = _call(delivery, context, "POST", step,

@@ -12,6 +12,9 @@ item's alt text as ``alt_text_custom``. Several photos are each uploaded unpubli
 (``published=false``), then one ``/feed`` post names them, ``attached_media[n]={"media_fbid": id}``.
 The Page post's id (``{page-id}_{post-id}``) becomes the provider id. Errors: :mod:`.meta_graph`.
 An unpublished photo is seen by nobody, so a failure before the last call is "not sent".
+
+A post's first comment (a payload with ``comment_on``, the Page post's id; models/posts/threads.py)
+is ``POST /{post-id}/comments`` with ``message``; the comment's id becomes the provider id.
 """
 
 import json
@@ -36,6 +39,8 @@ accepts = Accepts(
                      image=ImageRule(formats=frozenset({JPEG, PNG}), max_bytes=10_000_000 - 1, may_prepare=True),
                      gif=None, video=None),
 )
+# A comment under a post (its first comment): text up to 8,000 characters, no media.
+comments = Accepts(text=(TextRule(8000),), media=None)
 oauth = OAuthSpec(
     authorize_url="https://www.facebook.com/v21.0/dialog/oauth",
     token_url="https://graph.facebook.com/v21.0/oauth/access_token",
@@ -83,6 +88,9 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
         return SendResult(SendOutcome.PERMANENT, f"{len(photos)} photos; a Facebook post takes at most {MAX_PHOTOS}")
     base = meta_graph.base_url(config, DEFAULT_URL)
     budget = meta_graph.Budget(context.timeout)
+    if "comment_on" in payload:
+        return meta_graph.comment(context, budget, base, token, payload.get("comment_on"), message or "",
+                                  network=NETWORK, media=photos)
 
     if len(photos) == 1:
         form, files = _photo_form(photos[0], message=message, published=True)

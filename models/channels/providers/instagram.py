@@ -16,6 +16,10 @@ container's ``status_code`` is read until ``FINISHED`` (waiting with ``context.s
 the send's timeout), then ``POST /{ig-user-id}/media_publish`` with its ``creation_id`` answers
 the post's id. Errors: :mod:`.meta_graph`.
 
+A post's first comment (a payload with ``comment_on``, the post's media id; models/posts/threads.py)
+is ``POST /{ig-media-id}/comments`` with ``message`` (the token needs
+``instagram_business_manage_comments``); the comment's id becomes the provider id.
+
 When the channel is saved, ``GET /{ig-user-id}/content_publishing_limit`` gives the account's
 publishing limit (``quota_total`` posts per ``quota_duration`` seconds), kept as the channel's
 ``network_rate``; if it cannot be read, the documented 100 posts per 24 hours stands.
@@ -48,10 +52,12 @@ accepts = Accepts(
                      video=VideoRule(formats=frozenset({MP4, QUICKTIME}), max_bytes=300 * 1000 * 1000,
                                      max_seconds=900, min_seconds=3)),
 )
+# A comment under a post (its first comment): text up to 2,200 characters, no media.
+comments = Accepts(text=(TextRule(2200),), media=None)
 oauth = OAuthSpec(
     authorize_url="https://www.instagram.com/oauth/authorize",
     token_url="https://api.instagram.com/oauth/access_token",
-    scopes=("instagram_business_basic", "instagram_business_content_publish"),
+    scopes=("instagram_business_basic", "instagram_business_content_publish", "instagram_business_manage_comments"),
     refresh=INSTAGRAM_REFRESH,  # a long-lived token (60 days) renewed with GET /refresh_access_token
     profile_path="/me?fields=user_id,username,profile_picture_url",
 )
@@ -109,6 +115,10 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
     media = list(delivery.media)
     if not token:
         return SendResult(SendOutcome.NOT_SENT, "the instagram channel has no access token: connect it")
+    if "comment_on" in delivery.payload:
+        return meta_graph.comment(context, meta_graph.Budget(context.timeout), meta_graph.base_url(config, DEFAULT_URL),
+                                  token, delivery.payload.get("comment_on"), caption or "", network=NETWORK,
+                                  media=media)
     if user is None:
         return SendResult(SendOutcome.NOT_SENT, "the instagram channel's ig_user_id is not an Instagram account id")
     if not media:

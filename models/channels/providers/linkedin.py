@@ -15,6 +15,11 @@ the token goes with it only to LinkedIn's own hosts or the API base's), then the
 the images (one: ``content.media``; 2 to 20: ``content.multiImage``). The post's URN comes
 back in the ``x-restli-id`` header and becomes the provider id.
 
+A post's first comment (a payload with ``comment_on``, the post's URN; models/posts/threads.py)
+goes through the Comments API: ``POST {url}/rest/socialActions/{post URN, encoded}/comments``
+with ``actor`` (the channel's author), ``object`` (the post's URN) and ``message.text``; the
+comment's URN (``x-restli-id``, else the answer's ``commentUrn`` or ``id``) becomes the provider id.
+
 LinkedIn honours no idempotency key: a post whose answer was lost fails as "outcome unknown".
 A ``401`` (expired or revoked token) needs the channel reconnected: LinkedIn gives most apps no
 refresh token.
@@ -23,6 +28,7 @@ refresh token.
 import json
 import os
 import re
+from urllib.parse import quote
 from datetime import datetime, timedelta
 
 import httpx
@@ -49,6 +55,8 @@ accepts = Accepts(
                      image=ImageRule(formats=frozenset({JPEG, PNG}), may_prepare=True),
                      gif=ImageRule(formats=frozenset({GIF_MIME}))),
 )
+# A comment under a post (its first comment): text up to 1,250 characters, no media.
+comments = Accepts(text=(TextRule(1250),), media=None)
 MEMBER_SCOPES = ("w_member_social", "openid", "profile")
 ORGANIZATION_SCOPES = ("w_organization_social", "openid", "profile")
 oauth = OAuthSpec(
@@ -113,6 +121,8 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
     base = str(config.get("url") or DEFAULT_URL).rstrip("/")
     headers = {"Authorization": f"Bearer {delivery.secret}", "LinkedIn-Version": version,
                "X-Restli-Protocol-Version": "2.0.0"}
+    if "comment_on" in delivery.payload:
+        return _comment(delivery, context, base, headers, author, text or "", version)
     images = []
     for number, item in enumerate(delivery.media, 1):
         image = _upload(base, headers, author, item, number, context)
@@ -138,6 +148,26 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
     if refused is not None:
         return refused
     return SendResult.success(response.headers.get("x-restli-id") or None)
+
+
+def _comment(delivery: Delivery, context: SendContext, base: str, headers: dict, author: str, text: str,
+             version: str) -> SendResult:
+    """A comment under the post whose URN is the payload's ``comment_on``, as the channel's author."""
+    post = delivery.payload.get("comment_on")
+    if not isinstance(post, str) or not post.startswith("urn:li:"):
+        return SendResult(SendOutcome.PERMANENT, "the comment names no LinkedIn post URN to go under; nothing was sent")
+    if delivery.media:
+        return SendResult(SendOutcome.PERMANENT, "a LinkedIn first comment carries text only; nothing was sent")
+    response = http.post(context, f"{base}/rest/socialActions/{quote(post, safe='')}/comments", headers=headers,
+                         json={"actor": author, "object": post, "message": {"text": text}})
+    if isinstance(response, SendResult):
+        return response
+    refused = refusal(response, context, version)
+    if refused is not None:
+        return refused
+    body = _json(response)
+    made = response.headers.get("x-restli-id") or body.get("commentUrn") or body.get("id")
+    return SendResult.success(str(made) if made else None, "commented")
 
 
 def refusal(response: httpx.Response, context: SendContext, version: str) -> SendResult | None:

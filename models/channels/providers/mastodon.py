@@ -12,6 +12,9 @@ all the waits together within ``context.timeout``. The status names them in ``me
 Until the status is posted nothing is public: a media upload that fails or is still being
 processed at the end ends the send as not sent (or permanent, for a file the instance refuses).
 
+A thread's item (a payload with ``reply_to``, models/posts/threads.py) is a reply to the status
+before it: ``in_reply_to_id`` is that status's id (``reply_to.parent``).
+
 When the channel is saved, the instance's own limits are read from ``GET {url}/api/v2/instance``
 (``configuration.statuses``) into the channel's settings: ``max_length`` (the text limit the
 checks at save use), ``max_media_attachments`` and ``characters_reserved_per_url``. An
@@ -47,6 +50,8 @@ INSTANCE_SETTINGS = {"max_characters": "max_length", "max_media_attachments": "m
 INSTANCE_TIMEOUT = 3.0  # seconds; the save waits at most this for the instance
 FIRST_POLL = 0.5  # seconds before the first ask about a media item still being processed; doubled up to MAX_POLL
 MAX_POLL = 4.0
+# A status may answer another (a thread's items).
+replies = True
 
 
 def send(delivery: Delivery, context: SendContext) -> SendResult:
@@ -70,6 +75,9 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
         form["media_ids[]"] = media_ids
     if config.get("visibility"):
         form["visibility"] = config["visibility"]
+    reply_to = payload.get("reply_to")
+    if isinstance(reply_to, dict) and reply_to.get("parent"):
+        form["in_reply_to_id"] = str(reply_to["parent"])
     response = http.post(context, base + "/api/v1/statuses", data=form,
                          headers={**auth, "Idempotency-Key": delivery.idempotency_key})
     if isinstance(response, SendResult):

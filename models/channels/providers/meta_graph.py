@@ -268,6 +268,23 @@ def wait_until_finished(context: SendContext, budget: Budget, base: str, contain
         wait = next(waits, POLL_WAITS[-1])
 
 
+def comment(context: SendContext, budget: Budget, base: str, token: str, post_id, message: str, *, network: str,
+            media=()) -> SendResult:
+    """``POST /{post-id}/comments`` with ``message``: a comment under a published post (Facebook, Instagram)."""
+    if not isinstance(post_id, str) or not post_id.replace("_", "").isdecimal():
+        return SendResult(SendOutcome.PERMANENT, f"the comment names no {network} post to go under; nothing was sent")
+    if media:
+        return SendResult(SendOutcome.PERMANENT, f"a {network} first comment carries text only; nothing was sent")
+    if not message.strip():
+        return SendResult(SendOutcome.NOT_SENT, "the comment has no text")
+    body = call(context, budget, "POST", f"{base}/{post_id}/comments", token, data={"message": message},
+                network=network, what="the comment", publishing=True)
+    if isinstance(body, SendResult):
+        return body
+    made = created_id(body, network, "the comment", publishing=True)
+    return made if isinstance(made, SendResult) else SendResult.success(made, "commented")
+
+
 @dataclass(frozen=True)
 class TwoSteps:
     """How a network that posts in two steps (a container, then its publication) names them: Threads, Instagram."""
@@ -281,11 +298,13 @@ class TwoSteps:
 
 
 def publish_in_two_steps(context: SendContext, steps: TwoSteps, *, base: str, user: str, token: str, media: list,
-                         item_form, text: str | None, lone_form: dict | None = None) -> SendResult:
+                         item_form, text: str | None, lone_form: dict | None = None,
+                         extra: dict | None = None) -> SendResult:
     """Make the post's container (one item's, or a carousel of item containers), wait until it is ready, publish it.
 
     ``item_form(item, carousel=...)`` is an item's container form (or the refusal of an item that
-    cannot be posted); ``lone_form`` is the container of a post without media (Threads' ``TEXT``).
+    cannot be posted); ``lone_form`` is the container of a post without media (Threads' ``TEXT``); ``extra``
+    goes on the post's own container (Threads' ``reply_to_id``).
     A video item is processed before the carousel may name it.
     """
     budget = Budget(context.timeout)
@@ -322,6 +341,7 @@ def publish_in_two_steps(context: SendContext, steps: TwoSteps, *, base: str, us
         what = "the carousel's container"
     if text:
         form[steps.text_field] = text
+    form.update(extra or {})
     container = create(form, what)
     if isinstance(container, SendResult):
         return container

@@ -11,7 +11,11 @@ container with its ``alt_text``; two to twenty items are item containers
 (``is_carousel_item``) and a ``CAROUSEL`` container naming them as ``children``. The container's
 ``status`` is read until ``FINISHED`` (waiting with ``context.sleep``, within the send's
 timeout), then ``POST /{user-id}/threads_publish`` with its ``creation_id`` answers the post's
-id. Errors: :mod:`.meta_graph`. Threads has no idempotency key: only the publishing call can
+id. Errors: :mod:`.meta_graph`. A thread's item (a payload with ``reply_to``, models/posts/threads.py) is a reply: its container
+carries ``reply_to_id``, the id of the post before it (``reply_to.parent``; replying needs the
+``threads_manage_replies`` permission).
+
+Threads has no idempotency key: only the publishing call can
 end in "outcome unknown".
 """
 
@@ -27,6 +31,8 @@ honours_idempotency_key = False
 NETWORK = "Threads"
 DEFAULT_URL = "https://graph.threads.net/v1.0"
 MAX_CAROUSEL = 20
+# A post may answer another (a thread's items).
+replies = True
 STEPS = meta_graph.TwoSteps(NETWORK, "threads", "threads_publish", text_field="text", status_field="status",
                              error_field="error_message")
 # Threads' media specifications: JPEG or PNG up to 8 MB with an aspect ratio within 10:1 (narrower
@@ -44,7 +50,7 @@ accepts = Accepts(
 oauth = OAuthSpec(
     authorize_url="https://threads.net/oauth/authorize",
     token_url="https://graph.threads.net/oauth/access_token",
-    scopes=("threads_basic", "threads_content_publish"),
+    scopes=("threads_basic", "threads_content_publish", "threads_manage_replies"),
     refresh=THREADS_REFRESH,  # a long-lived token (60 days) renewed with GET /refresh_access_token
     profile_path="/me?fields=id,username,threads_profile_picture_url",
 )
@@ -84,6 +90,9 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
         return SendResult(SendOutcome.NOT_SENT, "the payload has no 'body' and no media to post")
     if len(media) > MAX_CAROUSEL:
         return SendResult(SendOutcome.PERMANENT, f"{len(media)} media items; Threads takes at most {MAX_CAROUSEL}")
+    reply_to = delivery.payload.get("reply_to")
+    parent = reply_to.get("parent") if isinstance(reply_to, dict) else None
     return meta_graph.publish_in_two_steps(context, STEPS, base=meta_graph.base_url(config, DEFAULT_URL), user=user,
                                            token=token, media=media, item_form=_item, text=text,
-                                           lone_form={"media_type": "TEXT"})
+                                           lone_form={"media_type": "TEXT"},
+                                           extra={"reply_to_id": str(parent)} if parent else None)

@@ -12,6 +12,9 @@ after the ``check_after_secs`` X asks for (``context.sleep``). An image's or GIF
 goes through ``POST /2/media/metadata``. Nothing is posted until every item is ready, so a
 failure on the way is "not sent" (an uploaded item nobody posts expires at X).
 
+A thread's item (a payload with ``reply_to``, models/posts/threads.py) is a reply to the post
+before it: ``reply.in_reply_to_tweet_id`` is that post's id (``reply_to.parent``).
+
 X honours no idempotency key: a post whose answer was lost fails as "outcome unknown" for a
 person to check. A ``429`` waits until ``x-rate-limit-reset`` (epoch seconds); a ``401`` is a
 token X no longer takes (the channel needs reconnecting); X's refusal of duplicate content
@@ -61,6 +64,8 @@ CATEGORIES = {IMAGE: "tweet_image", GIF: "tweet_gif", VIDEO: "tweet_video"}
 CHUNK_BYTES = 4 * MIB
 WAITING_STATES = ("pending", "in_progress")
 WHAT = "X"
+# A post may be a reply to another (a thread's items).
+replies = True
 
 
 def validate_config(config: dict) -> None:
@@ -90,6 +95,9 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
     body: dict = {"text": text} if text else {}  # a post of media alone carries no text
     if media_ids:
         body["media"] = {"media_ids": media_ids}
+    parent = _reply_parent(delivery.payload)
+    if parent is not None:
+        body["reply"] = {"in_reply_to_tweet_id": parent}
     response = http.post(context, base + "/2/tweets", json=body, headers=auth)
     if isinstance(response, SendResult):
         return response
@@ -98,6 +106,13 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
         return refused
     data = _data(response)
     return SendResult.success(str(data["id"]) if data.get("id") not in (None, "") else None)
+
+
+def _reply_parent(payload: dict) -> str | None:
+    """The id of the post a thread's item answers (``reply_to.parent``), or None for a post of its own."""
+    reply_to = payload.get("reply_to")
+    parent = reply_to.get("parent") if isinstance(reply_to, dict) else None
+    return str(parent) if isinstance(parent, (str, int)) and str(parent) else None
 
 
 def refusal(response: httpx.Response, context: SendContext) -> SendResult | None:
