@@ -343,7 +343,8 @@ def exchange_code(pending: OAuthAuthorization, code: str, *, channel_config: Map
         try:
             with egress_client(timeout=timeout, follow_redirects=False) as http:
                 answer = finish(answer, http=http, client_id=app.client_id, client_secret=app.client_secret,
-                                config=dict(channel_config or {}))
+                                config=dict(channel_config or {}), token_url=token_url,
+                                api_url=(api_base(spec, channel_config) or "").rstrip("/"))
         except (httpx.HTTPError, ValueError, KeyError) as exc:
             raise ConnectionFailed(_network_words(exc, f"{network_name(pending.kind, spec)}'s long-lived token "
                                                        "exchange")) from None
