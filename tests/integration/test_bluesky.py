@@ -388,3 +388,32 @@ def test_a_post_too_long_for_bluesky_is_refused_at_save_naming_the_rule(app, cli
     assert answer.status_code == 422, answer.json
     error = answer.json["error"]
     assert error["code"] == "too_long" and error["rule"] == rule and error["channel"] == "sky"
+
+
+def test_a_burst_of_sends_on_one_channel_signs_in_once(pds, egress_allow):
+    """Bluesky allows an account 30 createSession calls per five minutes: 16 sends at once share one sign-in."""
+    import threading
+
+    from models.channels.providers import SendContext
+    from models.channels.providers.base import Delivery
+    from models.channels.providers.http import http_client
+    from tests.conftest import EGRESS_ALLOW, T0
+
+    egress_allow(EGRESS_ALLOW)
+    results, start = [], threading.Barrier(16)
+
+    def send(number: int) -> None:
+        delivery = Delivery(action_id=number, workspace_id=1, channel_id=1, channel_name="main",
+                            action_type="publish_post", target_key=f"t{number}", payload={"text": f"bread {number}"},
+                            publish_at=T0, attempt=1, config={"url": pds.url, "handle": pds.handle},
+                            secret=pds.password, created_at=T0)
+        start.wait()
+        results.append(bluesky.send(delivery, SendContext(now=T0, timeout=5, http=http_client())).outcome.value)
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(1, 17)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert results == ["success"] * 16
+    assert len(pds.named(SESSION)) == 1 and len(pds.named(CREATE)) == 16

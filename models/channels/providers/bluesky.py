@@ -121,6 +121,7 @@ def forget_sessions() -> None:
     """Drop every kept session (the next send signs in again)."""
     with _sessions_lock:
         _sessions.clear()
+        _signing_in.clear()
 
 
 class _Refused(Exception):
@@ -213,10 +214,22 @@ def _sign_in(delivery: Delivery, context: SendContext, *, refresh: _Session | No
     return session
 
 
+# One sign-in per channel at a time: the sends of a burst (32 threads at once) wait for the first one's
+# session instead of each calling createSession, which Bluesky limits to 30 per five minutes per account.
+_signing_in: dict[tuple, threading.Lock] = {}
+
+
 def _session(delivery: Delivery, context: SendContext) -> _Session:
+    key = _session_key(delivery)
     with _sessions_lock:
-        kept = _sessions.get(_session_key(delivery))
-    return kept or _sign_in(delivery, context)
+        kept = _sessions.get(key)
+        signing_in = _signing_in.setdefault(key, threading.Lock())
+    if kept is not None:
+        return kept
+    with signing_in:
+        with _sessions_lock:
+            kept = _sessions.get(key)
+        return kept or _sign_in(delivery, context)
 
 
 def _call(delivery: Delivery, context: SendContext, method: str, nsid: str, *, headers: dict | None = None,
