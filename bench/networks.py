@@ -262,8 +262,8 @@ def render() -> str:
              "",
              "One `tickwork serve` as it starts by default (a web process and one consumer: 4 worker threads and the "
              "default sending threads). Each network's loopback fake (tests/fakes/, the ones the provider tests speak "
-             "to) in a process of its own, threaded, every request answered after the same latency as the webhook "
-             "receiver. One network after another: the posts due at once on one channel of that kind, the tick in an "
+             "to), all in one process apart from Tickwork's, each on its own port, threaded, every request answered after "
+             "the same latency as the webhook receiver (a process of its own). One network after another: the posts due at once on one channel of that kind, the tick in an "
              "interpreter with the app loaded, the time until the last is published. After an uncounted warm-up, "
              "a webhook batch to bench/throughput.py's receiver runs first and last; the ratio is to the mean of those two. Requests: "
              "what the fake received, its sign-in included. Threads and Instagram make a container, read its status "
