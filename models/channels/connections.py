@@ -200,6 +200,21 @@ def api_base(spec: OAuthSpec, config: Mapping) -> str | None:
     return f"{parts.scheme}://{parts.netloc.decode()}" if parts.scheme and parts.host else None
 
 
+def authorize_origin(channel: Channel) -> str | None:
+    """The origin (``https://host[:port]``) of the authorization page Connect sends a person to, or None."""
+    spec = oauth_spec(channel.kind)
+    if spec is None:
+        return None
+    try:
+        url = httpx.URL(_endpoint(channel.config, spec.authorize_url_key, spec.authorize_url))
+    except (httpx.InvalidURL, TypeError):
+        return None
+    if url.scheme not in ("https", "http") or not url.host:
+        return None
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    return f"{url.scheme}://{host}" + (f":{url.port}" if url.port else "")
+
+
 def _scope(spec: OAuthSpec) -> str:
     return spec.scope_separator.join(spec.scopes)
 
@@ -343,7 +358,8 @@ def exchange_code(pending: OAuthAuthorization, code: str, *, channel_config: Map
         try:
             with egress_client(timeout=timeout, follow_redirects=False) as http:
                 answer = finish(answer, http=http, client_id=app.client_id, client_secret=app.client_secret,
-                                config=dict(channel_config or {}))
+                                config=dict(channel_config or {}), token_url=token_url,
+                                api_url=(api_base(spec, channel_config) or "").rstrip("/"))
         except (httpx.HTTPError, ValueError, KeyError) as exc:
             raise ConnectionFailed(_network_words(exc, f"{network_name(pending.kind, spec)}'s long-lived token "
                                                        "exchange")) from None

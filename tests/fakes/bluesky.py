@@ -245,8 +245,11 @@ def _post_problem(record, blobs: dict) -> str | None:
                 if "alt" not in image or image.get("image", {}).get("ref", {}).get("$link") not in blobs:
                     return "each image needs alt and an uploaded blob"
         elif embed.get("$type") == "app.bsky.embed.external":
-            if not {"uri", "title", "description"} <= set(embed.get("external", {})):
+            external = embed.get("external", {})
+            if not {"uri", "title", "description"} <= set(external):
                 return "embed/external must have uri, title and description"
+            if "thumb" in external and external["thumb"].get("ref", {}).get("$link") not in blobs:
+                return "embed/external/thumb must be an uploaded blob"
         else:
             return "unknown embed"
     return None

@@ -20,11 +20,28 @@ container that is not ``FINISHED``, media links outside the Tickwork base URL it
 about (the container ends in ``ERROR``: Meta could not fetch it). ``statuses`` lists what the
 next status reads answer (then ``FINISHED``); :meth:`fail` makes the next call of a step
 answer an error.
+
+It also connects accounts as Meta documents its OAuth (:meth:`MetaGraph.approve` plays the
+person at the authorization dialog):
+
+| step | threads | instagram | facebook |
+|---|---|---|---|
+| the code | ``POST /oauth/access_token`` (form: client_id, client_secret, code, grant_type, redirect_uri) → ``{access_token, user_id}`` | the same → ``{"data": [{access_token, user_id, permissions}]}`` | the same (GET or POST) → ``{access_token, token_type, expires_in}`` |
+| long-lived | ``GET /access_token?grant_type=th_exchange_token&client_secret&access_token`` | ``grant_type=ig_exchange_token`` | ``GET /oauth/access_token?grant_type=fb_exchange_token&client_id&client_secret&fb_exchange_token`` |
+| renewal | ``GET /refresh_access_token?grant_type=th_refresh_token&access_token`` | ``ig_refresh_token`` | none: ``GET /{page-id}?fields=access_token`` and ``/me/accounts`` give the Page's own token |
+| profile | ``GET /me?fields=id,username,threads_profile_picture_url`` | ``GET /me?fields=user_id,username,profile_picture_url`` | ``GET /me?fields=id,name,picture`` (with a Page token: the Page) |
+
+A short-lived token is good for the profile only: publishing, renewal and the Page's token take a
+long-lived one (Meta refreshes only long-lived tokens), so a connection that kept the code's
+token would fail its first post. Every token the fake issues is recorded by kind.
 """
 
+import io
 import itertools
 import json
 import re
+import secrets
+from urllib.parse import parse_qs, urlsplit
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -48,6 +65,14 @@ class Seen:
     files: dict = field(default_factory=dict)  # name -> (filename, bytes, content type)
 
 
+def _avatar_png() -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (120, 120), (200, 80, 40)).save(out, format="PNG")
+    return out.getvalue()
+
+
 def error_body(code: int, message: str, *, subcode: int | None = None, type_: str = "OAuthException") -> dict:
     error = {"message": message, "type": type_, "code": code, "fbtrace_id": "AbCdEfGh123"}
     if subcode is not None:
@@ -58,7 +83,8 @@ def error_body(code: int, message: str, *, subcode: int | None = None, type_: st
 class MetaGraph:
     def __init__(self, httpserver, network: str, *, token: str = "meta-token", account: str = "17841400000000001",
                  media_base: str | None = None):
-        self.network, self.token, self.account, self.media_base = network, token, account, media_base
+        self.network, self.account, self.media_base = network, account, media_base
+        self._token = token
         self.root = f"/{network}/{VERSIONS[network]}"  # what every path it answers starts with
         self.base = httpserver.url_for(self.root).rstrip("/")
         self.requests: list[Seen] = []
@@ -70,7 +96,27 @@ class MetaGraph:
         self.quota_total, self.quota_duration, self.quota_usage = 100, 86400, 0
         self._failures: dict[str, deque] = {}
         self._ids = itertools.count(18_000_000_001)
+        # Connecting: the app registered with Meta, codes issued, and tokens by what they are.
+        self.client_id, self.client_secret = "tickwork-test-client", "tickwork-test-secret"
+        self.codes: dict[str, dict] = {}
+        self.short_tokens: set[str] = set()
+        self.long_tokens: set[str] = {token}  # publishing takes these (on Facebook: the Page tokens)
+        self.user_tokens: set[str] = set()  # Facebook: long-lived user tokens, which read Page tokens
+        self.pages = {account: "Acme Bakery"}  # Facebook: the Pages the person manages
+        self.oauth_requests: list[Seen] = []
+        self.username = "acmebakery"
         httpserver.expect_request(re.compile(rf"^{re.escape(self.root)}/.*")).respond_with_handler(self._handle)
+
+    @property
+    def token(self) -> str:
+        """The token given to the channel by hand; setting another makes Meta forget this one."""
+        return self._token
+
+    @token.setter
+    def token(self, value: str) -> None:
+        self.long_tokens.discard(self._token)
+        self._token = value
+        self.long_tokens.add(value)
 
     # -- what a test tells it ---------------------------------------------------------------
     def fail(self, step: str, status: int = 400, *, code: int, message: str = "An error occurred",
@@ -82,15 +128,130 @@ class MetaGraph:
     def of(self, step: str) -> list[Seen]:
         return [seen for seen in self.requests if seen.step == step]
 
+    def approve(self, authorize_url: str) -> tuple[str, str]:
+        """The person approves at Meta's authorization dialog: the code and state their browser comes back with."""
+        query = {key: values[0] for key, values in parse_qs(urlsplit(authorize_url).query).items()}
+        assert query.get("client_id") == self.client_id and query.get("response_type") == "code", query
+        code = secrets.token_urlsafe(16)
+        self.codes[code] = query
+        return code, query["state"]
+
+    def oauth(self, step: str) -> list[Seen]:
+        return [seen for seen in self.oauth_requests if seen.step == step]
+
+    # -- connecting ---------------------------------------------------------------------------
+    OAUTH_PATHS = {("oauth", "access_token"): "code", ("access_token",): "exchange",
+                   ("refresh_access_token",): "refresh"}
+
+    def _issue(self, kept: set, expires_in: int | None = None) -> dict:
+        token = secrets.token_urlsafe(24)
+        kept.add(token)
+        return {"access_token": token, "token_type": "bearer", **({"expires_in": expires_in} if expires_in else {})}
+
+    def _oauth_error(self, message: str, code: int = 190, subcode: int | None = None) -> Response:
+        return self._json(error_body(code, message, subcode=subcode), 400)
+
+    def _connect(self, request: Request, step: str, params: dict) -> Response:
+        if step == "code":
+            asked = self.codes.pop(params.get("code", ""), None)  # a code answers once
+            if params.get("client_id") != self.client_id or params.get("client_secret") != self.client_secret:
+                return self._oauth_error("Error validating client secret.", code=1)
+            if asked is None or params.get("redirect_uri") != asked.get("redirect_uri") \
+                    or params.get("grant_type", "authorization_code") != "authorization_code":
+                return self._oauth_error("Error validating verification code. Please make sure your redirect_uri is "
+                                         "identical to the one you used in the OAuth dialog request", code=100,
+                                         subcode=36008)
+            if self.network == "facebook":
+                return self._json(self._issue(self.short_tokens, 5400))
+            issued = {"access_token": self._issue(self.short_tokens)["access_token"], "user_id": int(self.account)}
+            if self.network == "instagram":
+                return self._json({"data": [{**issued, "user_id": self.account,
+                                             "permissions": "instagram_business_basic,"
+                                                            "instagram_business_content_publish"}]})
+            return self._json(issued)
+        if step == "exchange":
+            if self.network == "facebook":
+                if params.get("client_id") != self.client_id or params.get("client_secret") != self.client_secret:
+                    return self._oauth_error("Error validating client secret.", code=1)
+                if params.get("fb_exchange_token") not in self.short_tokens | self.user_tokens:
+                    return self._oauth_error("Invalid OAuth access token.")
+                return self._json(self._issue(self.user_tokens, 5183944))
+            grant = {"threads": "th_exchange_token", "instagram": "ig_exchange_token"}[self.network]
+            if params.get("grant_type") != grant:
+                return self._oauth_error(f"Unsupported grant_type (expected {grant})", code=100)
+            if params.get("client_secret") != self.client_secret:
+                return self._oauth_error("Error validating client secret.", code=1)
+            if params.get("access_token") not in self.short_tokens:
+                return self._oauth_error("Invalid OAuth access token - Cannot parse access token")
+            return self._json(self._issue(self.long_tokens, 5183944))
+        grant = {"threads": "th_refresh_token", "instagram": "ig_refresh_token"}.get(self.network)
+        if grant is None or params.get("grant_type") != grant:
+            return self._oauth_error("Unsupported grant_type", code=100)
+        if params.get("access_token") not in self.long_tokens:  # Meta renews long-lived tokens only
+            return self._oauth_error("Error validating access token: the token is not a long-lived token")
+        return self._json(self._issue(self.long_tokens, 5183944))
+
+    def _profile(self, token: str | None, params: dict, parts: list[str]) -> Response | None:
+        """``/me`` (the account, or with a Page token the Page), ``/me/accounts`` and ``/{page}?fields=access_token``
+        (Facebook, with a long-lived user token); None when the request is none of these."""
+        fields = params.get("fields", "").split(",")
+        if parts == ["me"]:
+            if token not in self.short_tokens | self.long_tokens | self.user_tokens:
+                return self._oauth_error("Invalid OAuth access token - Cannot parse access token")
+            avatar = self.base + "/avatar.png"
+            if self.network == "threads":
+                return self._json({"id": self.account, "username": self.username,
+                                   "threads_profile_picture_url": avatar})
+            if self.network == "instagram":
+                return self._json({"user_id": self.account, "username": self.username, "id": self.account,
+                                   "profile_picture_url": avatar})
+            if token in self.long_tokens:  # a Page token: the Page
+                return self._json({"id": self.account, "name": self.pages.get(self.account, "Page"),
+                                   "picture": {"data": {"url": avatar, "is_silhouette": False}}})
+            return self._json({"id": "10220000000000001", "name": "Ada Baker"})
+        if parts == ["avatar.png"]:
+            return Response(_avatar_png(), content_type="image/png")
+        wants_page = self.network == "facebook" and (parts == ["me", "accounts"] or (
+            len(parts) == 1 and "access_token" in fields))
+        if not wants_page:
+            return None
+        if token not in self.user_tokens:  # a Page token is read with the person's long-lived user token
+            return self._oauth_error("(#190) This method must be called with a User access token (long-lived)")
+        if parts == ["me", "accounts"]:
+            return self._json({"data": [{"id": page, "name": name, "category": "Bakery",
+                                         "tasks": ["ANALYZE", "ADVERTISE", "MODERATE", "CREATE_CONTENT", "MANAGE"],
+                                         "access_token": self._issue(self.long_tokens)["access_token"]}
+                                        for page, name in self.pages.items()], "paging": {"cursors": {}}})
+        if parts[0] not in self.pages:
+            return self._json(error_body(100, "(#100) Tried accessing nonexisting field (access_token)",
+                                         type_="GraphMethodException"), 400)
+        return self._json({"id": parts[0], "name": self.pages[parts[0]],
+                           "access_token": self._issue(self.long_tokens)["access_token"]})
+
     # -- the network ------------------------------------------------------------------------
     def _handle(self, request: Request) -> Response:
         parts = request.path[len(self.root) + 1:].split("/")
+        oauth_step = self.OAUTH_PATHS.get(tuple(parts))
+        if oauth_step is not None:
+            if oauth_step == "code" and request.args.get("grant_type") == "fb_exchange_token":
+                oauth_step = "exchange"  # Facebook trades tokens at the code's endpoint
+            seen = Seen(request.method, request.path, oauth_step, request.form.to_dict(), request.args.to_dict(),
+                        dict(request.headers))
+            self.oauth_requests.append(seen)
+            return self._connect(request, oauth_step, {**seen.query, **seen.form})
+        header = request.headers.get("Authorization", "")
+        token = header[7:] if header.startswith("Bearer ") else request.args.get("access_token")
+        profile = self._profile(token, request.args.to_dict(), parts)
+        if profile is not None:
+            self.oauth_requests.append(Seen(request.method, request.path, "profile" if parts[0] != "avatar.png"
+                                            else "avatar", {}, request.args.to_dict(), dict(request.headers)))
+            return profile
         step = self._step(request.method, parts)
         files = {name: (storage.filename, storage.read(), storage.mimetype) for name, storage in request.files.items()}
         seen = Seen(request.method, request.path, step, request.form.to_dict(), request.args.to_dict(),
                     dict(request.headers), files)
         self.requests.append(seen)
-        if request.headers.get("Authorization") != f"Bearer {self.token}":
+        if not header.startswith("Bearer ") or token not in self.long_tokens:
             return self._json(error_body(190, "Invalid OAuth access token - Cannot parse access token"), 400)
         if self._failures.get(step):
             status, body, headers = self._failures[step].popleft()

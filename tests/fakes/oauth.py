@@ -55,6 +55,8 @@ class FakeAuthorizationServer:
         server.expect_request("/avatar.png", method="GET").respond_with_data(_avatar_png(), content_type="image/png")
         server.expect_request("/2/tweets", method="POST").respond_with_handler(self._tweet)
         server.expect_request("/access_token", method="GET").respond_with_handler(self._meta_exchange)
+        server.expect_request("/i/oauth2/authorize/approve", method="GET").respond_with_handler(self._approved)
+        server.expect_request("/i/oauth2/authorize", method="GET").respond_with_handler(self._consent)
         self.exchange_requests: list[dict] = []
 
     def url(self, path: str) -> str:
@@ -89,6 +91,30 @@ class FakeAuthorizationServer:
         code = secrets.token_urlsafe(16)
         self.codes[code] = query
         return code, query["state"]
+
+    # -- the authorization page a browser sees -----------------------------------------------
+
+    def _consent(self, request: Request) -> Response:
+        """The network's consent page: the app's name and an "Authorize app" button carrying the request on."""
+        from html import escape
+
+        query = request.args.to_dict()
+        if query.get("client_id") != CLIENT_ID or query.get("response_type") != "code" or not query.get("state"):
+            return Response("<h1>Something went wrong</h1>", status=400, content_type="text/html")
+        hidden = "".join(f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">' for k, v in query.items())
+        return Response(f"<!doctype html><title>Authorize</title><h1>Authorize Tickwork to use your account?</h1>"
+                        f'<form method="get" action="/i/oauth2/authorize/approve">{hidden}'
+                        f'<button type="submit">Authorize app</button></form>', content_type="text/html")
+
+    def _approved(self, request: Request) -> Response:
+        """The person pressed "Authorize app": back to the redirect URI with a code and the state."""
+        from urllib.parse import urlencode
+
+        query = request.args.to_dict()
+        code = secrets.token_urlsafe(16)
+        self.codes[code] = query
+        return Response(status=302, headers={"Location": f"{query['redirect_uri']}?"
+                                                         + urlencode({"state": query["state"], "code": code})})
 
     # -- the endpoints ------------------------------------------------------------------------
 

@@ -119,6 +119,59 @@ def test_an_emoji_before_a_link_puts_its_facet_at_utf8_byte_offsets_and_a_lone_l
         "alice.bsky.social", "nobody.bsky.social"]
 
 
+def _page(title="Our spring menu", image="/card.jpg") -> str:
+    return (f"<!doctype html><html><head><title>Menu | Acme</title>"
+            f'<meta property="og:title" content="{title}">'
+            '<meta property="og:description" content="Rye, spelt &amp; a new sourdough.">'
+            + (f'<meta property="og:image" content="{image}">' if image else "")
+            + "</head><body>" + "<p>bread</p>" * 50 + "</body></html>")
+
+
+def test_a_lone_links_card_carries_the_pages_title_description_and_its_image_resized_under_a_megabyte(
+        app, pds, httpserver):
+    heavy = noisy_jpeg((2400, 1800))
+    assert len(heavy) > 1_000_000
+    httpserver.expect_request("/menu").respond_with_data(_page(), content_type="text/html; charset=utf-8")
+    httpserver.expect_request("/card.jpg").respond_with_data(heavy, content_type="image/jpeg")
+    workspace_id = channel(app, pds)
+    link = httpserver.url_for("/menu")
+    (action_id,) = add_actions(app, workspace_id, 1, payload={"text": f"New menu: {link}"})
+    tick(app)
+    assert row(app, action_id).status == "published", row(app, action_id).last_error
+    assert [call.nsid for call in pds.calls] == [SESSION, UPLOAD, CREATE]  # the thumbnail goes up before the post
+    (thumb,) = [call.body for call in pds.named(UPLOAD)]
+    assert len(thumb) <= 1_000_000 and thumb[:3] == b"\xff\xd8\xff"
+    external = pds.named(CREATE)[0].json()["record"]["embed"]["external"]
+    cid = next(iter(pds.blobs))
+    assert external == {"uri": link, "title": "Our spring menu", "description": "Rye, spelt & a new sourdough.",
+                        "thumb": {"$type": "blob", "ref": {"$link": cid}, "mimeType": "image/jpeg",
+                                  "size": len(thumb)}}
+
+
+def test_a_card_whose_page_fails_to_load_is_posted_with_the_link_as_its_title_and_no_thumbnail(
+        app, pds, httpserver):
+    httpserver.expect_request("/gone").respond_with_data("not here", status=404)
+    workspace_id = channel(app, pds)
+    link = httpserver.url_for("/gone")
+    (action_id,) = add_actions(app, workspace_id, 1, payload={"text": f"Read {link}"})
+    tick(app)
+    assert row(app, action_id).status == "published", row(app, action_id).last_error
+    assert pds.named(UPLOAD) == []
+    assert pds.named(CREATE)[0].json()["record"]["embed"]["external"] == {"uri": link, "title": link, "description": ""}
+
+
+def test_a_cards_image_that_is_not_an_image_is_left_out_and_the_card_keeps_the_pages_words(app, pds, httpserver):
+    httpserver.expect_request("/menu").respond_with_data(_page(image="/fake.jpg"), content_type="text/html")
+    httpserver.expect_request("/fake.jpg").respond_with_data(b"<html>not a picture</html>", content_type="image/jpeg")
+    workspace_id = channel(app, pds)
+    link = httpserver.url_for("/menu")
+    (action_id,) = add_actions(app, workspace_id, 1, payload={"text": link})
+    tick(app)
+    assert row(app, action_id).status == "published", row(app, action_id).last_error
+    external = pds.named(CREATE)[0].json()["record"]["embed"]["external"]
+    assert pds.named(UPLOAD) == [] and "thumb" not in external and external["title"] == "Our spring menu"
+
+
 def test_an_expired_access_token_is_refreshed_and_the_session_kept(app, pds):
     workspace_id = channel(app, pds)
     first, second = add_actions(app, workspace_id, 2, payload={"text": "Fresh bread"})
@@ -335,3 +388,32 @@ def test_a_post_too_long_for_bluesky_is_refused_at_save_naming_the_rule(app, cli
     assert answer.status_code == 422, answer.json
     error = answer.json["error"]
     assert error["code"] == "too_long" and error["rule"] == rule and error["channel"] == "sky"
+
+
+def test_a_burst_of_sends_on_one_channel_signs_in_once(pds, egress_allow):
+    """Bluesky allows an account 30 createSession calls per five minutes: 16 sends at once share one sign-in."""
+    import threading
+
+    from models.channels.providers import SendContext
+    from models.channels.providers.base import Delivery
+    from models.channels.providers.http import http_client
+    from tests.conftest import EGRESS_ALLOW, T0
+
+    egress_allow(EGRESS_ALLOW)
+    results, start = [], threading.Barrier(16)
+
+    def send(number: int) -> None:
+        delivery = Delivery(action_id=number, workspace_id=1, channel_id=1, channel_name="main",
+                            action_type="publish_post", target_key=f"t{number}", payload={"text": f"bread {number}"},
+                            publish_at=T0, attempt=1, config={"url": pds.url, "handle": pds.handle},
+                            secret=pds.password, created_at=T0)
+        start.wait()
+        results.append(bluesky.send(delivery, SendContext(now=T0, timeout=5, http=http_client())).outcome.value)
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(1, 17)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert results == ["success"] * 16
+    assert len(pds.named(SESSION)) == 1 and len(pds.named(CREATE)) == 16

@@ -17,6 +17,7 @@ from models.core.database import read_session, write_session
 from models.core.moves import Actor
 from models.core.runtime import runtime
 from models.notifications.tables import Notification
+from tests.fakes.meta import MetaGraph
 from tests.fakes.oauth import CLIENT_ID, CLIENT_SECRET, FakeAuthorizationServer
 from tests.integration.alert_helpers import alerts_pass, subjects, tick
 from tests.integration.clock_helpers import add_actions
@@ -27,7 +28,7 @@ BASE_URL = "http://tickwork.test"
 @pytest.fixture
 def app_config(app_config):
     return {**app_config, "TICKWORK_BASE_URL": BASE_URL,
-            **{name: value for kind in ("x", "linkedin", "threads", "instagram")
+            **{name: value for kind in ("x", "linkedin", "threads", "instagram", "facebook")
                for name, value in zip(connections.setting_names(kind), (CLIENT_ID, CLIENT_SECRET))}}
 
 
@@ -300,7 +301,7 @@ def test_a_provider_may_exchange_the_codes_short_lived_token_for_a_long_lived_on
     fake.expires_in = 3600  # Threads answers the code with a token good for an hour
     channel_id = _channel_of(app, world, "threads", monkeypatch, fake, refresh=THREADS_REFRESH, network="Threads")
 
-    def finish_connect(answer, *, http, client_id, client_secret, config):
+    def finish_connect(answer, *, http, client_id, client_secret, config, **endpoints):
         long_lived = http.get(fake.url("/access_token"), params={
             "grant_type": "th_exchange_token", "client_secret": client_secret, "access_token": answer["access_token"]})
         long_lived.raise_for_status()
@@ -312,3 +313,102 @@ def test_a_provider_may_exchange_the_codes_short_lived_token_for_a_long_lived_on
     assert exchange["grant_type"] == "th_exchange_token" and exchange["client_secret"] == CLIENT_SECRET
     assert exchange["access_token"] != _secret(app, channel_id)  # the short-lived one, traded in
     assert _channel(app, channel_id).token_expires_at == clock.now() + timedelta(seconds=5183944)
+
+
+# -- Meta's networks, through their real providers, against the fake of Meta's Graph API and OAuth -----
+
+META_ACCOUNT = "17841400000000001"
+META_ID_KEYS = {"threads": "user_id", "facebook": "page_id", "instagram": "ig_user_id"}
+
+
+def _meta_channel(app, world, meta: MetaGraph, **config) -> int:
+    with app.app_context(), write_session() as session:
+        channel = session.scalar(select(Channel).where(Channel.workspace_id == world.workspace_id))
+        channel.kind = meta.network
+        channel.config = {"url": meta.base, "authorize_url": meta.base + "/oauth/authorize",
+                          "token_url": meta.base + "/oauth/access_token", META_ID_KEYS[meta.network]: META_ACCOUNT,
+                          "rate": "none", **config}
+        channel.set_secret(runtime().secret_box, None)
+        return channel.id
+
+
+@pytest.fixture
+def meta_for(httpserver):
+    return lambda network: MetaGraph(httpserver, network, account=META_ACCOUNT)
+
+
+@pytest.mark.parametrize("network, grant, refresh", [("threads", "th_exchange_token", THREADS_REFRESH),
+                                                     ("instagram", "ig_exchange_token", INSTAGRAM_REFRESH)])
+def test_a_threads_or_instagram_connection_keeps_the_60_day_token_traded_for_the_codes_one_hour_token(
+        app, world, clock, meta_for, network, grant, refresh):
+    meta = meta_for(network)
+    channel_id = _meta_channel(app, world, meta)
+    _connect(app, world, meta, channel_id)
+    (code,) = meta.oauth("code")
+    assert code.form["client_id"] == CLIENT_ID and code.form["client_secret"] == CLIENT_SECRET  # in the form
+    assert code.form["grant_type"] == "authorization_code"
+    (exchange,) = meta.oauth("exchange")
+    assert exchange.method == "GET" and exchange.query["grant_type"] == grant
+    assert exchange.query["client_secret"] == CLIENT_SECRET and exchange.query["access_token"] in meta.short_tokens
+    kept = _secret(app, channel_id)
+    assert kept in meta.long_tokens and kept not in meta.short_tokens
+    channel = _channel(app, channel_id)
+    assert channel.token_expires_at == clock.now() + timedelta(seconds=5183944)
+    assert channel.connected_account["username"] == "acmebakery"
+    assert channel.connected_account["avatar"].startswith("data:image/png;base64,")
+    (action_id,) = add_actions(app, world.workspace_id, 1, payload={"body": "fresh loaves at nine"} | (
+        {"media": []} if network == "threads" else {}))
+    if network == "threads":  # Instagram takes no text-only post; Threads posts with the kept token
+        tick(app)
+        assert _row(app, action_id).status == "published"
+    clock.advance(days=54)  # 6 days left: renewed at the network's own endpoint, which renews long-lived tokens only
+    assert _refresh(app)["refreshed"] == 1
+    (renewal,) = meta.oauth("refresh")
+    assert renewal.query == {"grant_type": refresh, "access_token": kept}
+    assert _secret(app, channel_id) in meta.long_tokens and _secret(app, channel_id) != kept
+
+
+def test_a_facebook_connection_keeps_the_pages_own_token_read_with_the_long_lived_user_token(
+        app, world, clock, meta_for):
+    meta = meta_for("facebook")
+    channel_id = _meta_channel(app, world, meta)
+    _connect(app, world, meta, channel_id)
+    (exchange,) = meta.oauth("exchange")
+    assert exchange.query["grant_type"] == "fb_exchange_token" and exchange.query["client_id"] == CLIENT_ID
+    assert exchange.query["client_secret"] == CLIENT_SECRET and exchange.query["fb_exchange_token"] in meta.short_tokens
+    page = [seen for seen in meta.oauth("profile") if seen.path.endswith(f"/{META_ACCOUNT}")]
+    assert len(page) == 1 and "access_token" in page[0].query["fields"]
+    assert page[0].headers["Authorization"][7:] in meta.user_tokens  # read with the long-lived user token
+    kept = _secret(app, channel_id)
+    assert kept in meta.long_tokens and kept not in meta.user_tokens | meta.short_tokens
+    channel = _channel(app, channel_id)
+    assert channel.token_expires_at is None  # a Page token read with a long-lived user token does not expire
+    assert channel.connected_account["name"] == "Acme Bakery"  # /me with the Page's token is the Page
+    (action_id,) = add_actions(app, world.workspace_id, 1, payload={"body": "fresh loaves at nine"})
+    tick(app)
+    assert _row(app, action_id).status == "published"
+    (feed,) = meta.of("feed")
+    assert feed.headers["Authorization"] == f"Bearer {kept}" and feed.form["message"] == "fresh loaves at nine"
+
+
+def test_a_facebook_connection_without_a_page_id_names_the_pages_and_stores_nothing(app, world, meta_for):
+    meta = meta_for("facebook")
+    channel_id = _meta_channel(app, world, meta)
+    with app.app_context(), write_session() as session:
+        channel = session.get(Channel, channel_id)
+        channel.config = {k: v for k, v in channel.config.items() if k != "page_id"}
+    with pytest.raises(connections.ConnectionFailed) as refused:
+        _connect(app, world, meta, channel_id)
+    assert "page_id" in refused.value.message and f"Acme Bakery ({META_ACCOUNT})" in refused.value.message
+    assert _channel(app, channel_id).secret_sealed is None
+
+
+def test_a_long_lived_exchange_meta_refuses_fails_the_connection_with_metas_words_and_stores_nothing(
+        app, world, meta_for):
+    meta = meta_for("threads")
+    meta.client_secret = "another-secret"  # the app's secret was reset at Meta
+    channel_id = _meta_channel(app, world, meta)
+    with pytest.raises(connections.ConnectionFailed) as refused:
+        _connect(app, world, meta, channel_id)
+    assert "client secret" in refused.value.message
+    assert _channel(app, channel_id).secret_sealed is None and meta.oauth("exchange") == []

@@ -270,3 +270,14 @@ def test_a_setting_may_point_the_oauth_endpoints_only_at_the_network_or_where_th
         assert answer.status_code == 422, key
         assert "may name only the network" in answer.get_data(as_text=True)
     assert _channel(app, channel_id).config == {}
+
+
+def test_a_connect_pages_policy_lets_its_form_go_on_to_the_networks_authorization_origin_only(
+        app, browser_for, fake, channel_id):
+    admin = browser_for("admin")
+    policy = admin.get(f"/channels/{channel_id}").headers["Content-Security-Policy"]
+    origin = fake.url("/").rstrip("/")
+    assert f"form-action 'self' {origin};" in policy  # a browser enforces form-action on the 303 to the network
+    with app.app_context(), write_session() as session:
+        session.get(Channel, channel_id).kind = "log"
+    assert "form-action 'self';" in admin.get(f"/channels/{channel_id}").headers["Content-Security-Policy"]

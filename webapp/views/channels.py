@@ -116,11 +116,20 @@ def _page(channel=None, *, error=None, status=200, result=None):
     oauth_kinds = connections.oauth_kinds()
     setup = {kind: connections.setup_problem(current_app.config, kind) for kind in oauth_kinds}
     health = channel_health(db.session, channel, now=now) if channel else None
-    return render_page("channels/channels.html", v=v, channels=channels, editing=channel, values=values, error=error,
+    body = render_page("channels/channels.html", v=v, channels=channels, editing=channel, values=values, error=error,
                        kinds=list(PROVIDERS), hints=SETTINGS_HINT, limits_hint=LIMITS_HINT,
                        unknown_rules={kind: unknown_outcome_rule(kind) for kind in PROVIDERS},
                        result=result, unverified=unverified, history=history, states=states,
-                       oauth_kinds=oauth_kinds, setup=setup, health=health), status
+                       oauth_kinds=oauth_kinds, setup=setup, health=health)
+    # The Connect form's answer sends the browser on to the network's authorization page: a browser enforces
+    # form-action on that redirect too, so this page's policy names that one origin beside our own.
+    origin = connections.authorize_origin(channel) if channel is not None else None
+    if origin:
+        from webapp.pages import CONTENT_SECURITY_POLICY
+
+        return body, status, {"Content-Security-Policy": CONTENT_SECURITY_POLICY.replace(
+            "form-action 'self'", f"form-action 'self' {origin}")}
+    return body, status
 
 
 @bp.get("/channels")

@@ -17,6 +17,11 @@ One send::
                                         text, aspect ratio), or an app.bsky.embed.external card for a
                                         lone link; ``rkey`` is the row's TID (models/channels/providers/atproto.py)
 
+A lone link's card is what its page says of itself (:mod:`.link_card`: og:title, og:description,
+og:image, fetched through the egress policy within a few seconds and bytes); the image goes up
+with ``uploadBlob`` first, prepared under ~1,000,000 bytes, as the card's ``thumb``. A page that
+does not load still gets its card, the link as its title, without a thumbnail.
+
 The **provider id** is the record's ``uri`` and ``cid`` separated by one space
 (``at://did:plc:…/app.bsky.feed.post/3l… bafyrei…``): :func:`record_ref` splits it back, as a
 reply needs both.
@@ -54,7 +59,7 @@ from datetime import datetime, timedelta, timezone
 
 import httpx
 
-from models.channels.providers import http
+from models.channels.providers import http, link_card
 from models.channels.providers.accepts import JPEG, PNG, UPLOAD, WEBP, Accepts, ImageRule, MediaRules, TextRule
 from models.channels.providers.atproto import facets_of, is_handle, links_in, tid_for
 from models.channels.providers.base import Delivery, SendContext, SendOutcome, SendResult, payload_text
@@ -138,6 +143,7 @@ def forget_sessions() -> None:
     """Drop every kept session (the next send signs in again)."""
     with _sessions_lock:
         _sessions.clear()
+        _signing_in.clear()
 
 
 class _Refused(Exception):
@@ -230,10 +236,22 @@ def _sign_in(delivery: Delivery, context: SendContext, *, refresh: _Session | No
     return session
 
 
+# One sign-in per channel at a time: the sends of a burst (32 threads at once) wait for the first one's
+# session instead of each calling createSession, which Bluesky limits to 30 per five minutes per account.
+_signing_in: dict[tuple, threading.Lock] = {}
+
+
 def _session(delivery: Delivery, context: SendContext) -> _Session:
+    key = _session_key(delivery)
     with _sessions_lock:
-        kept = _sessions.get(_session_key(delivery))
-    return kept or _sign_in(delivery, context)
+        kept = _sessions.get(key)
+        signing_in = _signing_in.setdefault(key, threading.Lock())
+    if kept is not None:
+        return kept
+    with signing_in:
+        with _sessions_lock:
+            kept = _sessions.get(key)
+        return kept or _sign_in(delivery, context)
 
 
 def _call(delivery: Delivery, context: SendContext, method: str, nsid: str, *, headers: dict | None = None,
@@ -293,8 +311,47 @@ def _upload(delivery: Delivery, context: SendContext) -> list[dict]:
     return images
 
 
-def post_record(text: str, *, now: datetime, images: list[dict], facets: list[dict]) -> dict:
-    """The ``app.bsky.feed.post`` record: text, createdAt, facets, and an images embed or a lone link's card."""
+def lone_link(text: str) -> str | None:
+    """The post's one link, when it has exactly one (it gets a card)."""
+    uris = list(dict.fromkeys(uri for _, _, uri in links_in(text)))
+    return uris[0] if len(uris) == 1 else None
+
+
+def _external(delivery: Delivery, context: SendContext, uri: str) -> dict:
+    """The lone link's card: the page's own title, description and image (its thumbnail uploaded as a blob, prepared
+    under Bluesky's ~1,000,000 bytes); a page that does not load gives the link as the title and no thumbnail."""
+    from models.media.preparing import CannotPrepare, prepare_image
+
+    card = link_card.card_for(uri, context, timeout=min(link_card.FETCH_TIMEOUT, context.timeout / 2))
+    external = {"uri": uri, "title": card.title, "description": card.description}
+    if card.image is None:
+        return external
+    rule = accepts.media.image
+    data, mime = card.image, card.image_mime
+    try:
+        if len(data) > rule.max_bytes or mime not in rule.formats:
+            data, _, _, mime = prepare_image(data, rule)
+    except (CannotPrepare, OSError, ValueError):
+        return external
+    try:
+        response = _call(delivery, context, "POST", "com.atproto.repo.uploadBlob", content=data,
+                         headers={"Content-Type": mime})
+    except _Refused:
+        return external
+    if not isinstance(response, SendResult) and response.status_code == 200:
+        try:
+            blob = response.json().get("blob")
+        except (ValueError, AttributeError):
+            blob = None
+        if isinstance(blob, dict):
+            external["thumb"] = blob
+    return external
+
+
+def post_record(text: str, *, now: datetime, images: list[dict], facets: list[dict],
+                external: dict | None = None) -> dict:
+    """The ``app.bsky.feed.post`` record: text, createdAt, facets, and an images embed or a lone link's card
+    (``external``; without one, the link itself is the card's title)."""
     record: dict = {"$type": POST, "text": text, "createdAt": now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.")
                     + f"{now.microsecond // 1000:03d}Z"}
     if facets:
@@ -302,10 +359,10 @@ def post_record(text: str, *, now: datetime, images: list[dict], facets: list[di
     if images:
         record["embed"] = {"$type": "app.bsky.embed.images", "images": images}
     else:
-        uris = list(dict.fromkeys(uri for _, _, uri in links_in(text)))
-        if len(uris) == 1:
+        uri = lone_link(text)
+        if uri is not None:
             record["embed"] = {"$type": "app.bsky.embed.external",
-                               "external": {"uri": uris[0], "title": uris[0], "description": ""}}
+                               "external": external or {"uri": uri, "title": uri, "description": ""}}
     return record
 
 
@@ -326,7 +383,9 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
         facets = facets_of(text, _resolver(delivery, context)) if text else []
     except _Refused as refused:
         return refused.result
-    record = post_record(text, now=context.now, images=images, facets=facets)
+    uri = lone_link(text) if not images and text else None
+    external = _external(delivery, context, uri) if uri is not None else None
+    record = post_record(text, now=context.now, images=images, facets=facets, external=external)
     if "reply_to" in delivery.payload:
         reply = reply_refs(delivery.payload["reply_to"])
         if reply is None:

@@ -48,8 +48,22 @@ oauth = OAuthSpec(
     # A Page access token read with a long-lived user token has no expiry: nothing to refresh. It
     # stops working only when revoked or the person's password changes (code 190: reconnect needed).
     refresh=NO_REFRESH,
-    profile_path="/me?fields=id,name,picture",
+    profile_path="/me?fields=id,name,picture",  # with the Page's token, /me is the Page
+    token_endpoint_auth_method="client_secret_post",
+    scope_separator=",",
 )
+
+
+def finish_connect(answer: dict, *, http, client_id: str, client_secret: str, config: dict, token_url: str,
+                   api_url: str) -> dict:
+    """The person's short-lived token traded for a long-lived one (``fb_exchange_token``), and with it the token of
+    the channel's Page (``page_id``), which is what the channel posts with and does not expire."""
+    user = meta_graph.long_lived_token(answer, http=http, url=token_url, network=NETWORK, token_param="fb_exchange_token",
+                                       params={"grant_type": "fb_exchange_token", "client_id": client_id,
+                                               "client_secret": client_secret})
+    base = meta_graph.base_url(config, DEFAULT_URL)
+    return meta_graph.page_token(user["access_token"], meta_graph.node_id(config, "page_id"), http=http, base=base,
+                                 network=NETWORK)
 
 
 def validate_config(config: dict) -> None:

@@ -60,7 +60,17 @@ oauth = OAuthSpec(
     scopes=("instagram_business_basic", "instagram_business_content_publish", "instagram_business_manage_comments"),
     refresh=INSTAGRAM_REFRESH,  # a long-lived token (60 days) renewed with GET /refresh_access_token
     profile_path="/me?fields=user_id,username,profile_picture_url",
+    api_url="https://graph.instagram.com",  # the exchange, the refresh and the profile (the code goes to api.instagram.com)
+    token_endpoint_auth_method="client_secret_post",
+    scope_separator=",",
 )
+
+
+def finish_connect(answer: dict, *, http, client_id: str, client_secret: str, config: dict, token_url: str,
+                   api_url: str) -> dict:
+    """The code's one-hour token traded for a 60-day one (``ig_exchange_token``), which the clock job renews."""
+    return meta_graph.long_lived_token(answer, http=http, url=f"{api_url}/access_token", network=NETWORK,
+                                       params={"grant_type": "ig_exchange_token", "client_secret": client_secret})
 
 
 def validate_config(config: dict) -> None:

@@ -354,3 +354,82 @@ def publish_in_two_steps(context: SendContext, steps: TwoSteps, *, base: str, us
         return body
     published = created_id(body, steps.network, "the publishing call", publishing=True)
     return published if isinstance(published, SendResult) else SendResult.success(published)
+
+
+# -- connecting: the code's short-lived token traded for a long-lived one ----------------------
+#
+# Meta answers an authorization code with a short-lived token (an hour for Threads and Instagram, one
+# or two for Facebook). Kept as it is, the channel would need reconnecting by the end of the day, and
+# Threads' and Instagram's refresh endpoints take only long-lived tokens. So the Connect trades it at
+# once (``finish_connect``, called by :func:`models.channels.connections.exchange_code`):
+#
+# | network | exchange | kept |
+# |---|---|---|
+# | Threads | ``GET graph.threads.net/access_token?grant_type=th_exchange_token&client_secret&access_token`` | the 60-day user token, renewed with ``th_refresh_token`` |
+# | Instagram | ``GET graph.instagram.com/access_token?grant_type=ig_exchange_token&client_secret&access_token`` | the 60-day user token, renewed with ``ig_refresh_token`` |
+# | Facebook | ``GET graph.facebook.com/oauth/access_token?grant_type=fb_exchange_token&client_id&client_secret&fb_exchange_token`` | the Page's own token read with it (``GET /{page-id}?fields=access_token``): it does not expire |
+
+
+def _connect_failed(message: str):
+    from models.channels.connections import ConnectionFailed  # connections reads the providers: imported late
+
+    return ConnectionFailed(message)
+
+
+def _graph_answer(response: httpx.Response, *, network: str, what: str) -> dict:
+    """The JSON object a 2xx Graph answer carries; a refusal raises ConnectionFailed with Meta's words."""
+    if not response.is_success:
+        raise _connect_failed(_words(network, what, response, graph_error(response)) + ".")
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = None
+    if not isinstance(body, dict):
+        raise _connect_failed(f"{network} answered {what} with something that is not a Graph object.")
+    return body
+
+
+def code_token(answer: dict) -> dict:
+    """The code's token answer, flat: Threads and Facebook answer ``{access_token, user_id}``, Instagram (with
+    Instagram Login) ``{"data": [{access_token, user_id, permissions}]}``."""
+    data = answer.get("data")
+    if not answer.get("access_token") and isinstance(data, list) and data and isinstance(data[0], dict):
+        return {**{k: v for k, v in answer.items() if k != "data"}, **data[0]}
+    return dict(answer)
+
+
+def long_lived_token(answer: dict, *, http: httpx.Client, url: str, params: dict, network: str,
+                     token_param: str = "access_token") -> dict:
+    """Trade the code's short-lived token (``answer``) at ``url`` for a long-lived one, the short one sent as
+    ``token_param``; the user id is kept beside it."""
+    short = code_token(answer)
+    if not isinstance(short.get("access_token"), str) or not short["access_token"]:
+        raise _connect_failed(f"{network}'s token answer carried no access token.")
+    body = _graph_answer(http.get(url, params={**params, token_param: short["access_token"]}),
+                         network=network, what="the long-lived token exchange")
+    if not isinstance(body.get("access_token"), str) or not body["access_token"]:
+        raise _connect_failed(f"{network}'s long-lived token exchange carried no access token.")
+    kept = {key: short[key] for key in ("user_id", "permissions") if key in short}
+    return {**kept, **body}
+
+
+def page_token(user_token: str, page: str | None, *, http: httpx.Client, base: str, network: str) -> dict:
+    """The Page's own access token, read with the person's long-lived user token: ``GET /{page-id}?fields=access_token``
+    for the channel's ``page_id``; without one, the Pages the person manages (``/me/accounts``) are named."""
+    headers = bearer(user_token)
+    if page is None or page == "me":
+        body = _graph_answer(http.get(f"{base}/me/accounts", params={"fields": "id,name"}, headers=headers),
+                             network=network, what="the list of your Pages")
+        pages = [entry for entry in body.get("data") or [] if isinstance(entry, dict)]
+        named = ", ".join(f"{shown_text(str(p.get('name') or '?'), 60)} ({shown_text(str(p.get('id')), 30)})"
+                          for p in pages[:10]) or "none"
+        raise _connect_failed("Set the channel's page_id to the Page it posts to, then connect again "
+                              f"(the account manages: {named}).")
+    body = _graph_answer(http.get(f"{base}/{page}", params={"fields": "id,name,access_token"}, headers=headers),
+                         network=network, what=f"Page {page}'s token")
+    token = body.get("access_token")
+    if not isinstance(token, str) or not token:
+        raise _connect_failed(f"{network} gave no token for Page {page}: the account that connected does not manage "
+                              "it, or did not grant pages_manage_posts. Connect with an account that manages the Page.")
+    return {"access_token": token, "token_type": "bearer", "page_id": str(body.get("id") or page),
+            "name": body.get("name")}

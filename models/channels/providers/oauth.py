@@ -13,9 +13,10 @@ and the network sends the person back to ``TICKWORK_BASE_URL/oauth/callback/<kin
 provider only declares it here. A provider may also offer ``read_account(body) -> dict``
 (``id``, ``name``, ``username``, ``avatar_url``) when its profile answer is shaped unlike
 the common ones :func:`account_from` reads, and ``finish_connect(answer, *, http, client_id,
-client_secret, config) -> dict`` to turn the code's token answer into the one to keep (Meta's
-short-lived token exchanged for a long-lived one, a Facebook Page's own token), calling out with
-``http`` (an egress client) only.
+client_secret, config, token_url, api_url) -> dict`` to turn the code's token answer into the one to
+keep (Meta's short-lived token exchanged for a long-lived one, a Facebook Page's own token), calling
+out with ``http`` (an egress client) only; ``token_url`` and ``api_url`` are the token endpoint and
+API base the connection uses (the channel's settings, else the spec's).
 """
 
 from dataclasses import dataclass

@@ -53,7 +53,17 @@ oauth = OAuthSpec(
     scopes=("threads_basic", "threads_content_publish", "threads_manage_replies"),
     refresh=THREADS_REFRESH,  # a long-lived token (60 days) renewed with GET /refresh_access_token
     profile_path="/me?fields=id,username,threads_profile_picture_url",
+    api_url="https://graph.threads.net",
+    token_endpoint_auth_method="client_secret_post",  # client_id and client_secret in the form, as Threads documents
+    scope_separator=",",
 )
+
+
+def finish_connect(answer: dict, *, http, client_id: str, client_secret: str, config: dict, token_url: str,
+                   api_url: str) -> dict:
+    """The code's one-hour token traded for a 60-day one (``th_exchange_token``), which the clock job renews."""
+    return meta_graph.long_lived_token(answer, http=http, url=f"{api_url}/access_token", network=NETWORK,
+                                       params={"grant_type": "th_exchange_token", "client_secret": client_secret})
 
 
 def validate_config(config: dict) -> None:
