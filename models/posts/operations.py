@@ -53,11 +53,15 @@ def create_post(
     wall_date: date,
     wall_time: time,
     media=None,
+    from_queue: bool = False,
     actor: Actor,
     now: datetime,
     policy: Policy,
 ) -> PostChange:
-    """Create a draft post after checking everything: targets, time, body against each target."""
+    """Create a draft post after checking everything: targets, time, body against each target.
+
+    ``from_queue`` says its wall time is a posting slot it took (:mod:`models.posts.queue`).
+    """
     channels = check_targets(session, workspace_id, targets)
     body = check_body(body, channels)
     media = check_media(session, workspace_id, media, channels, body)
@@ -69,6 +73,7 @@ def create_post(
         media=media,
         wall_date=wall_date,
         wall_time=wall_time,
+        from_queue=from_queue,
         status=PostStatus.DRAFT.value,
         revision=1,
         created_at=now,
@@ -96,6 +101,7 @@ def update_post(
     wall_date: date | None = None,
     wall_time: time | None = None,
     media=_UNSET,
+    from_queue: bool = False,
     actor: Actor,
     now: datetime,
     policy: Policy,
@@ -104,6 +110,7 @@ def update_post(
 
     Fields left out keep their value. An approved post stays approved: its rows follow the
     edit in the same transaction (moved, inserted or withdrawn by the reconciler's rules).
+    A new wall time takes the post out of the queue unless ``from_queue`` says it is a slot.
     """
     post = get_post(session, workspace_id, post_id, lock=True)
     _refuse_if_terminal(post, "it can no longer be edited")
@@ -116,6 +123,7 @@ def update_post(
             raise InvalidInput("give the date and the time together", field="local_time", code="missing")
         note = check_wall_time(wall_date, wall_time, workspace_zone(session, workspace_id), now, policy).note
         post.wall_date, post.wall_time = wall_date, wall_time
+        post.from_queue = from_queue
     post.body, post.media = new_body, new_media
     if targets is not _UNSET:
         _replace_targets(session, post.id, channels)
