@@ -210,3 +210,46 @@ def test_no_free_slot_within_the_horizon_is_a_422(app, client, world, clock):
         plan = plan_slot(session, world.workspace_id, [channel], "queue", now=clock.now(),
                          policy=Policy(queue_horizon=timedelta(days=7)))
         assert str(plan.wall_date) == "2026-06-08"
+
+
+def test_the_csv_dry_run_shows_the_slot_each_queued_line_takes_and_the_commit_takes_them(app, client, world):
+    _set_slots(client, world, "main", [{"days": EVERY_DAY, "time": "09:00"}])
+    taken = _queue(client, world, body="Already queued").json  # Mon 1 June 09:00
+    data = ("body,targets,date,time\n"
+            "First in the queue,main,,\n"
+            "By hand,main,2026-06-10,10:00\n"
+            "Second in the queue,main,,\n"
+            "First in the queue,main,,\n"
+            "Half a time,main,2026-06-10,\n"
+            "Already queued,main,,\n").encode()
+    report = client.post("/api/v1/posts.csv?dry_run=1", data=data,
+                         headers={**world.auth("marketer"), "Content-Type": "text/csv"})
+    assert report.status_code == 200, report.json
+    assert [(line["fate"], line["message"]) for line in report.json["lines"]] == [
+        ("queue", "takes the posting slot at Tue 02 Jun 2026, 09:00 EDT"),
+        ("schedule", "at Wed 10 Jun 2026, 10:00 EDT"),
+        ("queue", "takes the posting slot at Wed 03 Jun 2026, 09:00 EDT"),
+        ("duplicate_line", "line 2 has the same body, for the queue"),
+        ("bad_time", "'2026-06-10': the time must be a time like 09:30"),
+        ("already_scheduled", f"post #{taken['id']} has the same body, in the queue"),
+    ]
+    committed = client.post(f"/api/v1/posts/imports/{report.json['import_id']}/commit",
+                            headers=world.auth("marketer"))
+    assert committed.status_code == 200 and committed.json["created"] == 3 and committed.json["changed"] == []
+    posts = client.get("/api/v1/posts", headers=world.auth()).json["posts"]
+    assert [(p["body"], p["local_time"], p["from_queue"]) for p in posts] == [
+        ("Already queued", "2026-06-01T09:00", True), ("First in the queue", "2026-06-02T09:00", True),
+        ("Second in the queue", "2026-06-03T09:00", True), ("By hand", "2026-06-10T10:00", False)]
+
+
+def test_a_csv_without_date_and_time_columns_fills_the_queue_or_says_why_not(client, world):
+    data = "body,targets\nOne,main\n".encode()
+    report = client.post("/api/v1/posts.csv?dry_run=1", data=data,
+                         headers={**world.auth("marketer"), "Content-Type": "text/csv"})
+    assert report.status_code == 200, report.json
+    [line] = report.json["lines"]
+    assert line["fate"] == "no_slot" and "main has no posting times" in line["message"]
+    _set_slots(client, world, "main", [{"days": ["wed"], "time": "18:30"}])
+    report = client.post("/api/v1/posts.csv?dry_run=1", data=data,
+                         headers={**world.auth("marketer"), "Content-Type": "text/csv"})
+    assert report.json["lines"][0]["message"] == "takes the posting slot at Wed 03 Jun 2026, 18:30 EDT"
