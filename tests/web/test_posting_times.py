@@ -1,0 +1,60 @@
+"""The posting-times editor: on its own page for ops and admins, on each channel's page for admins, read-only
+for marketers; a bad line is refused with its message and changes nothing."""
+
+from sqlalchemy import select
+
+from models.channels.tables import Channel
+from models.core.database import read_session
+
+
+def _slots(app, world):
+    with app.app_context(), read_session() as session:
+        return session.scalar(select(Channel.posting_slots).where(Channel.workspace_id == world.workspace_id,
+                                                                  Channel.name == "main"))
+
+
+def _main_id(app, world):
+    with app.app_context(), read_session() as session:
+        return session.scalar(select(Channel.id).where(Channel.workspace_id == world.workspace_id))
+
+
+def test_ops_save_posting_times_from_the_editor_in_the_api_shape(app, world, browser_for):
+    ops = browser_for("ops")
+    page = ops.get("/posting-times")
+    assert page.status_code == 200 and 'name="slots"' in page.get_data(as_text=True)
+    channel_id = _main_id(app, world)
+    saved = ops.post(f"/channels/{channel_id}/slots", data={"slots": "09:00 weekdays\n13:30 Saturday sun\n"},
+                     htmx=True)
+    assert saved.status_code == 200, saved.get_data(as_text=True)
+    assert "saved" in saved.get_data(as_text=True)
+    assert _slots(app, world) == [{"days": ["mon", "tue", "wed", "thu", "fri"], "time": "09:00"},
+                                  {"days": ["sat", "sun"], "time": "13:30"}]
+    again = ops.get("/posting-times").get_data(as_text=True)
+    assert "09:00 weekdays\n13:30 weekends" in again
+
+
+def test_a_bad_line_is_refused_with_its_message_and_changes_nothing(app, world, browser_for):
+    ops = browser_for("ops")
+    channel_id = _main_id(app, world)
+    ops.post(f"/channels/{channel_id}/slots", data={"slots": "09:00 mon"})
+    for typed, words in (("09:00 funday", "is not a day"), ("9 o'clock mon", "wall time like 09:00"),
+                         ("09:00 mon\n09:00 mon tue", "again"), ("09:00", "should look like")):
+        answer = ops.post(f"/channels/{channel_id}/slots", data={"slots": typed}, htmx=True)
+        assert answer.status_code == 422, typed
+        assert words in answer.get_data(as_text=True), (typed, answer.get_data(as_text=True))
+        page = ops.post(f"/channels/{channel_id}/slots", data={"slots": typed})
+        assert page.status_code == 422 and words in page.get_data(as_text=True)
+    assert _slots(app, world) == [{"days": ["mon"], "time": "09:00"}]
+
+
+def test_admins_edit_them_on_the_channel_page_and_marketers_only_read_them(app, world, browser_for):
+    channel_id = _main_id(app, world)
+    admin = browser_for("admin")
+    assert "Posting times" in admin.get(f"/channels/{channel_id}").get_data(as_text=True)
+    saved = admin.post(f"/channels/{channel_id}/slots", data={"slots": "18:00 every day", "back": "channel"})
+    assert saved.status_code == 303 and saved.headers["Location"].endswith(f"/channels/{channel_id}")
+    marketer = browser_for("marketer")
+    page = marketer.get("/posting-times").get_data(as_text=True)
+    assert "18:00 every day" in page and 'name="slots"' not in page
+    assert marketer.post(f"/channels/{channel_id}/slots", data={"slots": "09:00 mon"}).status_code == 403
+    assert _slots(app, world) == [{"days": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"], "time": "18:00"}]
