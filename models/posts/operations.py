@@ -122,8 +122,9 @@ def update_post(
         if wall_date is None or wall_time is None:
             raise InvalidInput("give the date and the time together", field="local_time", code="missing")
         note = check_wall_time(wall_date, wall_time, workspace_zone(session, workspace_id), now, policy).note
+        if from_queue or (wall_date, wall_time) != (post.wall_date, post.wall_time):
+            post.from_queue = from_queue  # a time of one's own takes it out of the queue; the same one does not
         post.wall_date, post.wall_time = wall_date, wall_time
-        post.from_queue = from_queue
     post.body, post.media = new_body, new_media
     if targets is not _UNSET:
         _replace_targets(session, post.id, channels)

@@ -58,3 +58,33 @@ def test_admins_edit_them_on_the_channel_page_and_marketers_only_read_them(app, 
     assert "18:00 every day" in page and 'name="slots"' not in page
     assert marketer.post(f"/channels/{channel_id}/slots", data={"slots": "09:00 mon"}).status_code == 403
     assert _slots(app, world) == [{"days": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"], "time": "18:00"}]
+
+
+def test_the_composer_adds_to_the_queue_and_previews_what_share_next_moves(app, world, browser_for):
+    admin = browser_for("admin")
+    admin.post(f"/channels/{_main_id(app, world)}/slots", data={"slots": "09:00 every day"})
+    marketer = browser_for("marketer")
+    page = marketer.get("/posts/new").get_data(as_text=True)
+    assert 'value="queue"' in page and 'value="next"' in page
+    first = marketer.post("/posts", data={"body": "First", "targets": "main", "when": "queue", "date": "",
+                                          "time": ""})
+    assert first.status_code == 303, first.get_data(as_text=True)[:2000]
+    preview = marketer.get("/posts/queue-preview?when=next&targets=main", htmx=True).get_data(as_text=True)
+    assert "Monday 01 June 2026, 09:00 EDT" in preview and "First" in preview and "Tue 02 Jun 09:00" in preview
+    queued = marketer.get("/posts/queue-preview?when=queue&targets=main", htmx=True).get_data(as_text=True)
+    assert "Tuesday 02 June 2026, 09:00 EDT" in queued and "queue-moves" not in queued
+    refused = marketer.get("/posts/queue-preview?when=queue&targets=nowhere", htmx=True).get_data(as_text=True)
+    assert "no channel named" in refused
+    second = marketer.post("/posts", data={"body": "Urgent", "targets": "main", "when": "next", "date": "",
+                                           "time": "", "intent": "approve"})
+    assert second.status_code == 303
+    posts = app.test_client().get("/api/v1/posts", headers=world.auth()).json["posts"]
+    assert [(p["body"], p["local_time"], p["status"]) for p in posts] == [
+        ("Urgent", "2026-06-01T09:00", "approved"), ("First", "2026-06-02T09:00", "draft")]
+
+
+def test_the_composer_refuses_the_queue_on_a_channel_without_posting_times(app, world, browser_for):
+    marketer = browser_for("marketer")
+    answer = marketer.post("/posts", data={"body": "First", "targets": "main", "when": "queue"})
+    assert answer.status_code == 422 and "has no posting times" in answer.get_data(as_text=True)
+    assert app.test_client().get("/api/v1/posts", headers=world.auth()).json["posts"] == []
