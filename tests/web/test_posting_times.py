@@ -88,3 +88,18 @@ def test_the_composer_refuses_the_queue_on_a_channel_without_posting_times(app, 
     answer = marketer.post("/posts", data={"body": "First", "targets": "main", "when": "queue"})
     assert answer.status_code == 422 and "has no posting times" in answer.get_data(as_text=True)
     assert app.test_client().get("/api/v1/posts", headers=world.auth()).json["posts"] == []
+
+
+def test_the_calendar_shows_free_posting_times_as_drop_targets(app, world, browser_for):
+    admin = browser_for("admin")
+    admin.post(f"/channels/{_main_id(app, world)}/slots", data={"slots": "09:00 every day\n18:00 tue"})
+    marketer = browser_for("marketer")
+    taken = marketer.post("/posts", data={"body": "First", "targets": "main", "when": "queue"})
+    assert taken.status_code == 303
+    page = marketer.get("/calendar?view=month&date=2026-06-01").get_data(as_text=True)
+    assert 'data-drop-date="2026-06-01" data-drop-slot="09:00"' not in page  # taken by the queued post
+    assert 'data-drop-date="2026-06-02" data-drop-slot="09:00"' in page
+    assert 'data-drop-date="2026-06-02" data-drop-slot="18:00"' in page
+    assert 'data-drop-date="2026-06-03" data-drop-slot="18:00"' not in page  # not a posting time on Wednesdays
+    week = marketer.get("/calendar?view=week&date=2026-06-01", htmx=True).get_data(as_text=True)
+    assert week.count('data-drop-slot="09:00"') == 6  # Tuesday to Sunday; Monday's is taken
