@@ -253,3 +253,24 @@ def test_a_csv_without_date_and_time_columns_fills_the_queue_or_says_why_not(cli
     report = client.post("/api/v1/posts.csv?dry_run=1", data=data,
                          headers={**world.auth("marketer"), "Content-Type": "text/csv"})
     assert report.json["lines"][0]["message"] == "takes the posting slot at Wed 03 Jun 2026, 18:30 EDT"
+
+
+def test_posts_queued_at_once_never_take_one_slot(app, client, world):
+    import threading
+
+    _set_slots(client, world, "main", [{"days": EVERY_DAY, "time": "09:00"}])
+    start = threading.Barrier(6)
+    answers = []
+
+    def queue_one(n):
+        mine = app.test_client()
+        start.wait()
+        answers.append(_queue(mine, world, body=f"Racer {n}"))
+
+    threads = [threading.Thread(target=queue_one, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(answer.status_code for answer in answers) == [201] * 6, [a.json for a in answers]
+    assert sorted(answer.json["local_time"] for answer in answers) == [f"2026-06-0{day}T09:00" for day in range(1, 7)]
