@@ -104,6 +104,10 @@ def test_queue_takes_the_earliest_slot_free_on_every_target(app, client, world):
     # Taken out of the queue (archived), a post leaves its slot free.
     assert client.post(f"/api/v1/posts/{first.json['id']}/archive", headers=world.auth("marketer")).status_code == 200
     assert _queue(client, world).json["local_time"] == "2026-06-01T09:00"
+    # Saved again with its own time unchanged, it stays in the queue.
+    kept = client.patch(f"/api/v1/posts/{both.json['id']}", headers=world.auth("marketer"),
+                        json={"local_time": both.json["local_time"], "body": "Fresh bread, both"})
+    assert kept.status_code == 200 and kept.json["from_queue"] is True
     # Given a time by hand, it leaves its slot free as well.
     moved = client.patch(f"/api/v1/posts/{both.json['id']}", headers=world.auth("marketer"),
                          json={"local_time": "2026-06-20T10:00"})
