@@ -50,14 +50,19 @@ def stop_rows_of_drafts(session: Session, rows: list[ScheduledAction], now: date
 
 _USING_MEDIA = {
     "postgresql": text("SELECT id FROM posts WHERE workspace_id = :workspace_id AND status <> 'archived' "
-                       "AND CAST(media AS jsonb) @> CAST(:needle AS jsonb) ORDER BY id"),
+                       "AND (CAST(media AS jsonb) @> CAST(:needle AS jsonb) "
+                       "OR jsonb_path_exists(CAST(variants AS jsonb), '$.*.media[*] ? (@ == $id)', "
+                       "jsonb_build_object('id', CAST(:media_id AS integer)))) ORDER BY id"),
     "sqlite": text("SELECT id FROM posts WHERE workspace_id = :workspace_id AND status <> 'archived' "
-                   "AND EXISTS (SELECT 1 FROM json_each(posts.media) WHERE json_each.value = :media_id) ORDER BY id"),
+                   "AND (EXISTS (SELECT 1 FROM json_each(posts.media) WHERE json_each.value = :media_id) "
+                   "OR EXISTS (SELECT 1 FROM json_each(posts.variants) AS variant, "
+                   "json_each(variant.value, '$.media') AS item WHERE item.value = :media_id)) ORDER BY id"),
 }
 
 
 def posts_using_media(session: Session, workspace_id: int, media_id: int) -> list[str]:
-    """The posts not archived whose media include ``media_id`` (a published post still shows it)."""
+    """The posts not archived whose media, or one of whose variants' media, include ``media_id`` (a published post
+    still shows it)."""
     query = _USING_MEDIA[session.get_bind().dialect.name]
     found = session.scalars(query, {"workspace_id": workspace_id, "media_id": media_id, "needle": f"[{media_id}]"})
     return [f"post {post_id}" for post_id in found]

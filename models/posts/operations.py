@@ -27,7 +27,7 @@ from models.core.policy import Policy
 from models.accounts.tables import Role
 from models.posts import lifecycle as post_lifecycle
 from models.posts.access import check_may_move_post
-from models.posts.checks import check_body, check_media, check_targets, check_wall_time
+from models.posts.checks import check_content, check_targets, check_texts, check_wall_time
 from models.posts.reconciler import reconcile_post
 from models.posts.reading import get_post, post_payload, post_rows, post_targets
 from models.posts.tables import ACTION_TYPE, TERMINAL_POST_STATUSES, Post, PostStatus, PostTarget
@@ -53,24 +53,26 @@ def create_post(
     wall_date: date,
     wall_time: time,
     media=None,
+    variants=None,
     from_queue: bool = False,
     actor: Actor,
     now: datetime,
     policy: Policy,
 ) -> PostChange:
-    """Create a draft post after checking everything: targets, time, body against each target.
+    """Create a draft post after checking everything: targets, time, each target's own body and media
+    (its variant's where ``variants`` gives it one).
 
     ``from_queue`` says its wall time is a posting slot it took (:mod:`models.posts.queue`).
     """
     channels = check_targets(session, workspace_id, targets)
-    body = check_body(body, channels)
-    media = check_media(session, workspace_id, media, channels, body)
+    body, media, variants = check_content(session, workspace_id, body, media, variants, channels)
     resolved = check_wall_time(wall_date, wall_time, workspace_zone(session, workspace_id), now, policy)
     post = Post(
         workspace_id=workspace_id,
         created_by_id=actor.user_id,
         body=body,
         media=media,
+        variants=variants,
         wall_date=wall_date,
         wall_time=wall_time,
         from_queue=from_queue,
@@ -101,22 +103,29 @@ def update_post(
     wall_date: date | None = None,
     wall_time: time | None = None,
     media=_UNSET,
+    variants=_UNSET,
     from_queue: bool = False,
     actor: Actor,
     now: datetime,
     policy: Policy,
 ) -> PostChange:
-    """Change a draft or approved post's body, media, wall time or targets, then reconcile it.
+    """Change a draft or approved post's body, media, variants, wall time or targets, then reconcile it.
 
-    Fields left out keep their value. An approved post stays approved: its rows follow the
-    edit in the same transaction (moved, inserted or withdrawn by the reconciler's rules).
+    Fields left out keep their value; ``variants`` given replaces them all (None: none). A
+    variant of a target the edit removes goes with it. An approved post stays approved: its
+    rows follow the edit in the same transaction (moved, inserted or withdrawn by the
+    reconciler's rules; a target whose own content changed gets a new row).
     A new wall time takes the post out of the queue unless ``from_queue`` says it is a slot.
     """
     post = get_post(session, workspace_id, post_id, lock=True)
     _refuse_if_terminal(post, "it can no longer be edited")
     channels = check_targets(session, workspace_id, targets) if targets is not _UNSET else post_targets(session, post.id)
-    new_body = check_body(post.body if body is _UNSET else body, channels)
-    new_media = check_media(session, workspace_id, post.media if media is _UNSET else media, channels, new_body)
+    if variants is _UNSET:
+        kept = {channel.name for channel in channels}
+        variants = {name: own for name, own in (post.variants or {}).items() if name in kept} or None
+    new_body, new_media, new_variants = check_content(
+        session, workspace_id, post.body if body is _UNSET else body, post.media if media is _UNSET else media,
+        variants, channels)
     note = None
     if wall_date is not None or wall_time is not None:
         if wall_date is None or wall_time is None:
@@ -125,7 +134,7 @@ def update_post(
         if from_queue or (wall_date, wall_time) != (post.wall_date, post.wall_time):
             post.from_queue = from_queue  # a time of one's own takes it out of the queue; the same one does not
         post.wall_date, post.wall_time = wall_date, wall_time
-    post.body, post.media = new_body, new_media
+    post.body, post.media, post.variants = new_body, new_media, new_variants
     if targets is not _UNSET:
         _replace_targets(session, post.id, channels)
     post.revision += 1
@@ -304,7 +313,7 @@ def approve_post(
     if post.status == PostStatus.APPROVED.value:
         return PostChange(post)
     channels = post_targets(session, post.id)
-    check_body(post.body, channels)
+    check_texts(post.body, post.variants, channels)
     resolved = check_wall_time(post.wall_date, post.wall_time, workspace_zone(session, workspace_id), now, policy)
     _moved(post_lifecycle.approve(session, post, now=now, actor=actor), "it cannot be approved")
     change = _reconcile(session, post, actor=actor, now=now, policy=policy)
@@ -386,7 +395,7 @@ def post_now(
         if not channels:
             raise InvalidInput(f"{channel!r} is not a target of post #{post_id}", field="channel",
                                code="unknown_target")
-    check_body(post.body, channels)
+    check_texts(post.body, post.variants, channels)
     rows = post_rows(session, workspace_id, [post.id])[post.id]
     active = {row.target_key: row for row in rows if row.status in ACTIVE_STATUSES}
     new_rows, refusals = [], []
@@ -403,7 +412,7 @@ def post_now(
                 refusals.append(f"{target.name} is {outcome.status}")
                 continue
         new = NewAction(action_type=ACTION_TYPE, channel=target, target_key=target.name,
-                        payload=post_payload(post), publish_at=now, thing_id=post.thing_id)
+                        payload=post_payload(post, target.name), publish_at=now, thing_id=post.thing_id)
         try:
             row = insert_action(session, workspace_id, new, now=now, actor=actor, origin=Origin.PERSON,
                                 rescheduled_from_id=old.id if old is not None else None, reason="Post now")

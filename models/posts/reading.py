@@ -11,6 +11,7 @@ from models.channels.tables import Channel
 from models.core.errors import NotFound
 from models.core.keyset import after as keyset_after
 from models.core.keyset import decode_cursor, encode_cursor
+from models.posts.content import content_for
 from models.posts.tables import ACTION_TYPE, MAX_ID, Post, PostTarget, post_id_of, thing_id_of
 from models.timing.wall_time import ResolvedTime, resolve_wall_time
 
@@ -123,9 +124,13 @@ def resolve_post_time(post: Post, zone: str) -> ResolvedTime:
     return resolve_wall_time(post.wall_date, post.wall_time, zone)
 
 
-def post_payload(post: Post) -> dict:
-    """What a row minted for ``post`` carries to its provider."""
-    return {"post_id": post.id, "body": post.body, "media": list(post.media or [])}
+def post_payload(post: Post, channel_name: str | None = None) -> dict:
+    """What a row minted for ``post`` carries to the target ``channel_name``: its variant if it has one
+    (:func:`models.posts.content.content_for`), else the main body and media."""
+    if channel_name is None:
+        return {"post_id": post.id, "body": post.body, "media": list(post.media or [])}
+    body, media = content_for(post, channel_name)
+    return {"post_id": post.id, "body": body, "media": media}
 
 
 def list_posts(

@@ -15,7 +15,8 @@ same :func:`reconcile_post`). Per post and target:
 | archived / published | queued (a person's Retry or Post now)                    | leave (``skip_terminal_parent``)                 |
 
 The wall time is resolved in the workspace's zone as it is now, so a changed zone moves
-rows too. An approved post whose every target's latest row is published becomes
+rows too. A target's payload is what goes there (:func:`models.posts.content.content_for`: its
+variant, else the main body and media), so an edited variant moves that target's row alone. An approved post whose every target's latest row is published becomes
 ``published``.
 
 Each post is reconciled in its own short write transaction that reads the post, with its
@@ -88,7 +89,7 @@ class Decision:
     """What the rules say to do for one post, before anything is written."""
 
     instant: datetime | None = None
-    payload: dict | None = None
+    payloads: dict = field(default_factory=dict)  # per target: what its row carries (its variant, or the main post)
     inserts: list = field(default_factory=list)  # channels with no row, and no terminal history
     moves: list = field(default_factory=list)  # (our queued row, its channel) at the wrong instant or payload
     withdrawals: list = field(default_factory=list)  # our queued orphans past the age gate
@@ -120,12 +121,12 @@ def decide(session: Session, post: Post, *, now: datetime, policy: Policy) -> De
     if post.status == PostStatus.APPROVED.value:
         zone = session.scalar(select(Workspace.timezone).where(Workspace.id == post.workspace_id))
         decision.instant = resolve_post_time(post, zone).instant
-        decision.payload = post_payload(post)
         targets = {channel.name: channel for channel in post_targets(session, post.id)}
         # Retention keeps the keys of the history it archived: they gate as the live rows do.
         archived = archived_blocking_keys(session, post.workspace_id, {ACTION_TYPE}, {post.thing_id})
         gated = terminal_history_keys(rows) | {target for _, target in archived}
         for name, channel in targets.items():
+            decision.payloads[name] = post_payload(post, name)
             row = active.get(name)
             if row is None:
                 if name in gated:
@@ -136,7 +137,8 @@ def decide(session: Session, post: Post, *, now: datetime, policy: Policy) -> De
                 decision.counts["skip_in_flight"] += 1
             elif row.origin != Origin.RECONCILER.value:
                 decision.counts["skip_not_ours"] += 1
-            elif (row.publish_at, row.payload, row.channel_id) != (decision.instant, decision.payload, channel.id):
+            elif (row.publish_at, row.payload, row.channel_id) != (decision.instant, decision.payloads[name],
+                                                                     channel.id):
                 decision.moves.append((row, channel))
             else:
                 decision.counts["unchanged"] += 1
@@ -177,9 +179,10 @@ def reconcile_post(
     decision = decide(session, post, now=now, policy=policy)
     done = PostReconciled(post, counts=Counter(decision.counts))
     for channel in decision.inserts:
-        _insert(session, post, channel, decision.instant, decision.payload, done, now=now, actor=actor)
+        _insert(session, post, channel, decision.instant, decision.payloads[channel.name], done, now=now, actor=actor)
     for row, channel in decision.moves:
-        _replace_row(session, post, row, channel, decision.instant, decision.payload, done, now=now, actor=actor)
+        _replace_row(session, post, row, channel, decision.instant, decision.payloads[channel.name], done, now=now,
+                     actor=actor)
     why = "target removed" if post.status == PostStatus.APPROVED.value else "no longer approved"
     for row in decision.withdrawals:
         outcome = lifecycle.cancel(session, row.id, kind=CancelKind.ORPHANED, now=now, actor=actor,

@@ -6,6 +6,7 @@ from flask import Blueprint, jsonify, request
 
 from models.core.database import db, write_session
 from models.core.errors import InvalidInput
+from models.posts.checks import MAX_TARGETS
 from models.posts.tables import Post, PostStatus
 from models.posts.operations import approve_post, archive_post, create_post, post_now, unapprove_post, update_post
 from models.posts.checks import check_targets
@@ -33,7 +34,7 @@ from models.core.runtime import runtime
 
 bp = Blueprint("api_posts", __name__, url_prefix="/api/v1/posts")
 
-UPDATE_FIELDS = {"body", "media", "local_time", "targets"}
+UPDATE_FIELDS = {"body", "media", "local_time", "targets", "variants"}
 CREATE_FIELDS = UPDATE_FIELDS | {"when"}
 
 
@@ -60,6 +61,7 @@ def post_json(session, post: Post, zone: str, *, rows=None, actions: bool = Fals
         "status": post.status,
         "body": post.body,
         "media": post.media or [],
+        "variants": post.variants or {},
         "local_time": f"{post.wall_date.isoformat()}T{post.wall_time.strftime('%H:%M')}",
         "timezone": zone,
         "from_queue": bool(post.from_queue),
@@ -107,6 +109,15 @@ def _media_fetched(caller, media, rt):
                                     now=rt.now())
 
 
+def _variants_fetched(caller, variants, rt):
+    """The variants with every link in their media fetched into the library, as for the main media."""
+    if not isinstance(variants, dict) or len(variants) > MAX_TARGETS:
+        return variants  # the save's checks refuse it, before anything is fetched
+    return {name: {**variant, "media": _media_fetched(caller, variant["media"], rt)}
+            if isinstance(variant, dict) and isinstance(variant.get("media"), list) else variant
+            for name, variant in variants.items()}
+
+
 @bp.post("")
 @idempotent
 def create():
@@ -125,6 +136,7 @@ def create():
         raise InvalidInput("body is required", field="body", code="missing")
     wall_date, wall_time = _time_fields(body)
     media = _media_fetched(caller, body.get("media"), rt)
+    variants = _variants_fetched(caller, body.get("variants"), rt)
     with write_session() as session:
         plan = None
         if when is not None:
@@ -133,7 +145,8 @@ def create():
                              when, now=rt.now(), policy=rt.policy, lock=True)
             wall_date, wall_time = plan.wall_date, plan.wall_time
         change = create_post(session, caller.workspace.id, body=body["body"], targets=body["targets"],
-                             wall_date=wall_date, wall_time=wall_time, media=media, from_queue=plan is not None,
+                             wall_date=wall_date, wall_time=wall_time, media=media, variants=variants,
+                             from_queue=plan is not None,
                              actor=caller.actor, now=rt.now(), policy=rt.policy)
         if plan is not None:
             shifted = shift_queue(session, caller.workspace.id, plan, actor=caller.actor, now=rt.now(),
@@ -223,20 +236,22 @@ def show(post_id: int):
 
 @bp.patch("/<int:post_id>")
 def update(post_id: int):
-    """Change a post's body, media, time or targets; an approved post's rows follow at once."""
+    """Change a post's body, media, variants, time or targets; an approved post's rows follow at once."""
     caller = api_caller()
     body = json_body()
     _check_fields(body, UPDATE_FIELDS)
     if not body:
-        raise InvalidInput("nothing to change; send body, media, local_time or targets", code="missing")
+        raise InvalidInput("nothing to change; send body, media, variants, local_time or targets", code="missing")
     for name in ("body", "targets", "local_time"):
         if name in body and body[name] is None:
             raise InvalidInput(f"{name} cannot be null", field=name, code="missing")
     rt = runtime()
     wall_date, wall_time = _time_fields(body)
-    changes = {name: body[name] for name in ("body", "targets", "media") if name in body}
+    changes = {name: body[name] for name in ("body", "targets", "media", "variants") if name in body}
     if "media" in changes:
         changes["media"] = _media_fetched(caller, changes["media"], rt)
+    if "variants" in changes:
+        changes["variants"] = _variants_fetched(caller, changes["variants"], rt)
     with write_session() as session:
         change = update_post(session, caller.workspace.id, post_id, wall_date=wall_date, wall_time=wall_time,
                              actor=caller.actor, now=rt.now(), policy=rt.policy, **changes)
@@ -304,6 +319,13 @@ _FIELDS = {
                    "description": "the wall date and time in the workspace's zone"},
     "targets": {"type": "array", "minItems": 1, "maxItems": 20, "uniqueItems": True,
                 "items": {"type": "string", "description": "a channel's name"}},
+    "variants": {"type": ["object", "null"], "maxProperties": 20,
+                 "description": "per target (by channel name, one of the post's targets), what replaces the main "
+                                "body and media there; what a variant leaves out comes from the main post. Each "
+                                "target's length and media rules are checked on its own content (a 422 names the "
+                                "channel, the rule and variants.<name>.body or .media); on a change, the whole "
+                                "set is replaced (null: none)",
+                 "additionalProperties": {"$ref": "#/components/schemas/PostVariant"}},
 }
 _POST_ANSWER = {"$ref": "#/components/schemas/Post"}
 
@@ -311,13 +333,17 @@ OPENAPI = {
     "schemas": {
         "Post": {
             "type": "object",
-            "required": ["id", "status", "body", "media", "local_time", "timezone", "publish_at", "targets",
+            "required": ["id", "status", "body", "media", "variants", "local_time", "timezone", "publish_at", "targets",
                          "delivery", "revision", "created_at", "updated_at"],
             "properties": {
                 "id": {"type": "integer"},
                 "status": {"enum": [status.value for status in PostStatus]},
                 "body": {"type": "string"},
                 "media": {"type": "array", "items": {"type": "integer"}},
+                "variants": {"type": "object", "description": "per target channel name, its body and/or media",
+                             "additionalProperties": {"type": "object", "properties": {
+                                 "body": {"type": "string"},
+                                 "media": {"type": "array", "items": {"type": "integer"}}}}},
                 "local_time": {"type": "string"},
                 "timezone": {"type": "string"},
                 "from_queue": {"type": "boolean", "description": "its time is a posting slot it took from the queue"},
@@ -364,6 +390,10 @@ OPENAPI = {
                         "description": "instead of local_time: \"queue\" takes the earliest free posting slot of "
                                        "every target, \"next\" the first one, moving the queued posts after it "
                                        "down one slot each (see GET /api/v1/posts/queue-preview)"}}},
+        "PostVariant": {"type": "object", "minProperties": 1, "additionalProperties": False, "properties": {
+            "body": {"type": "string", "minLength": 1, "description": "checked against this target's length limit"},
+            "media": {**_FIELDS["media"], "description": "media library ids (or https links, fetched into it) for "
+                                                         "this target; [] sends none there"}}},
         "PostChange": {"type": "object", "minProperties": 1, "properties": _FIELDS, "additionalProperties": False},
     },
     "paths": {

@@ -203,3 +203,34 @@ document.addEventListener("htmx:error", function (event) {
     row.focus();
   });
 })();
+
+// Tabs (the composer's one per network): a click, or the arrow keys, show one panel and hide the
+// others; the chosen tab is kept in the hidden input the tablist names (data-tabs), so the server
+// renders the same tab when the tabs are re-rendered for other targets.
+(function () {
+  function choose(tab) {
+    var list = tab.closest("[role=tablist]");
+    list.querySelectorAll("[role=tab]").forEach(function (other) {
+      var on = other === tab;
+      other.setAttribute("aria-selected", on ? "true" : "false");
+      other.setAttribute("tabindex", on ? "0" : "-1");
+      var panel = document.getElementById(other.getAttribute("aria-controls"));
+      if (panel) { panel.hidden = !on; }
+    });
+    var kept = document.getElementById(list.getAttribute("data-tabs"));
+    if (kept) { kept.value = tab.getAttribute("data-tab"); }
+  }
+  document.addEventListener("click", function (event) {
+    var tab = event.target.closest ? event.target.closest("[data-tabs] [role=tab]") : null;
+    if (tab) { choose(tab); }
+  });
+  document.addEventListener("keydown", function (event) {
+    var tab = event.target.closest ? event.target.closest("[data-tabs] [role=tab]") : null;
+    if (!tab || (event.key !== "ArrowRight" && event.key !== "ArrowLeft")) { return; }
+    var tabs = Array.prototype.slice.call(tab.closest("[role=tablist]").querySelectorAll("[role=tab]"));
+    var next = tabs[(tabs.indexOf(tab) + (event.key === "ArrowRight" ? 1 : tabs.length - 1)) % tabs.length];
+    choose(next);
+    next.focus();
+    event.preventDefault();
+  });
+})();

@@ -1,4 +1,5 @@
-"""The post composer: write, target, time, save as draft, approve, unapprove, archive, post now.
+"""The post composer: write, target, tailor per network (with a live preview of each), time, save as draft,
+approve, unapprove, archive, post now.
 
 Every rule lives in :mod:`models.posts`; these views parse the form, call it, and render.
 """
@@ -21,6 +22,7 @@ from models.media.settings import media_settings
 from models.posts.checks import check_targets, fit_on_targets
 from models.posts.queue import WHENS, plan_slot, shift_queue
 from models.posts.import_csv import MAX_POST_LINES, PostImport
+from models.posts.preview import previews_for
 from webapp.uploads import takes_upload
 from webapp.views.context import is_htmx, render_page, require_role, viewer
 
@@ -48,18 +50,101 @@ def _form_fields(form, *, timed: bool = True) -> dict:
     v = viewer()
     media = fetch_links_into_library(v.workspace.id, media, settings=media_settings(), actor=v.actor,
                                      now=runtime().now())
-    return dict(body=form.get("body") or "", targets=form.getlist("targets"), media=media,
+    variants = {name: {**own, "media": fetch_links_into_library(v.workspace.id, own["media"], settings=media_settings(),
+                                                                actor=v.actor, now=runtime().now())}
+                if own.get("media") else own
+                for name, own in _variants_of(_typed_tabs(form, form.getlist("targets"))).items()}
+    return dict(body=form.get("body") or "", targets=form.getlist("targets"), media=media, variants=variants,
                 wall_date=wall_date, wall_time=wall_time)
+
+
+# -- tailoring per network: one tab per checked target ------------------------------------------
+
+VARIANT_BODY, VARIANT_MEDIA, VARIANT_NO_MEDIA = "variant_body:", "variant_media:", "variant_no_media:"
+
+
+def _media_lines(text: str | None) -> list[str]:
+    return [line.strip() for line in (text or "").replace(",", "\n").splitlines() if line.strip()]
+
+
+def _typed_tabs(source, targets) -> dict:
+    """What each checked target's tab holds, as typed: its text, its media lines, whether it sends no media."""
+    return {name: dict(body=source.get(VARIANT_BODY + name, ""), media=source.get(VARIANT_MEDIA + name, ""),
+                       no_media=bool(source.get(VARIANT_NO_MEDIA + name)))
+            for name in targets if isinstance(name, str)}
+
+
+def _saved_tabs(post, targets) -> dict:
+    """What each target's tab shows of a saved post's variants."""
+    tabs = {}
+    for name in targets:
+        own = (post.variants or {}).get(name) or {}
+        media = own.get("media")
+        tabs[name] = dict(body=own.get("body", ""), media="\n".join(str(item) for item in media or []),
+                          no_media=media == [])
+    return tabs
+
+
+def _variants_of(tabs: dict) -> dict:
+    """The variants the tabs give: a tab's text where one is typed, its media where named (or none, when asked)."""
+    variants = {}
+    for name, typed in tabs.items():
+        own = {}
+        if typed["body"].strip():
+            own["body"] = typed["body"]
+        if typed["no_media"]:
+            own["media"] = []
+        elif _media_lines(typed["media"]):
+            own["media"] = _media_lines(typed["media"])
+        if own:
+            variants[name] = own
+    return variants
+
+
+def _previews(values: dict, workspace_id: int):
+    named = [name for name in values.get("targets") or [] if isinstance(name, str)]
+    by_name = {channel.name: channel for channel in _channels(workspace_id)}
+    channels = [by_name[name] for name in named if name in by_name]
+    return previews_for(db.session, workspace_id, values.get("body") or "", _media_lines(values.get("media")),
+                        _variants_of(values.get("tabs") or {}), channels)
+
+
+def _typed_values(source) -> dict:
+    """The composer's fields a fragment is asked about (the query string of an htmx request)."""
+    targets = [name for name in source.getlist("targets") if isinstance(name, str)]
+    return dict(body=source.get("body", ""), media=source.get("media", ""), targets=targets,
+                tabs=_typed_tabs(source, targets), tab=source.get("tab", ""))
+
+
+@bp.get("/posts/tailoring")
+@require_role(Role.MARKETER)
+def tailoring():
+    """The per-network tabs for the checked targets, keeping what each tab holds."""
+    if not is_htmx():
+        return redirect(url_for("posts.new"))
+    return render_template("posts/_tailoring.html", values=_typed_values(request.args), editable=True)
+
+
+@bp.get("/posts/previews")
+@require_role(Role.MARKETER)
+def previews():
+    """Each checked target's preview: the account, its own text as its network shows it, its media, its counter."""
+    v = viewer()
+    if not is_htmx():
+        return redirect(url_for("posts.new"))
+    return render_template("posts/_previews.html", previews=_previews(_typed_values(request.args), v.workspace.id))
 
 
 def _draft_values(form, post=None, day: str | None = None) -> dict:
     """What the form shows: what was typed, else the post, else a fresh draft for ``day``."""
     if form:
         return dict(body=form.get("body", ""), media=form.get("media", ""), targets=form.getlist("targets"),
-                    date=form.get("date", ""), time=form.get("time", ""))
+                    date=form.get("date", ""), time=form.get("time", ""),
+                    tabs=_typed_tabs(form, form.getlist("targets")), tab=form.get("tab", ""))
     if post is not None:
+        targets = [c.name for c in post_targets(db.session, post.id)]
         return dict(body=post.body, media="\n".join(str(item) for item in post.media or []),
-                    targets=[c.name for c in post_targets(db.session, post.id)],
+                    targets=targets, tabs=_saved_tabs(post, targets),
                     date=post.wall_date.isoformat(), time=post.wall_time.strftime("%H:%M"))
     return dict(body="", media="", targets=[], date=day or "", time="09:00")
 
@@ -69,6 +154,8 @@ def render_composer(post=None, *, error: DomainError | None = None, status: int 
     v = viewer()
     typed = request.form if request.method == "POST" and keep_typed else None
     values = _draft_values(typed, post, day)
+    if error is not None and (error.field or "").startswith("variants."):
+        values["tab"] = error.field.split(".")[1]  # open the tab the refusal is about
     delivery = None
     if post is not None:
         names = [c.name for c in post_targets(db.session, post.id)]
@@ -76,7 +163,7 @@ def render_composer(post=None, *, error: DomainError | None = None, status: int 
     return render_page(
         "posts/composer.html", v=v, post=post, values=values, channels=_channels(v.workspace.id), delivery=delivery,
         error=error, note=note, preview=_preview(values.get("date"), values.get("time"), v.zone),
-        fits=_fits(values, v.workspace.id),
+        fits=_fits(values, v.workspace.id), previews=_previews(values, v.workspace.id),
     ), status
 
 
@@ -104,7 +191,8 @@ def _fits(values: dict, workspace_id: int):
     named = [name for name in values.get("targets") or [] if isinstance(name, str)]
     channels = [channel for channel in _channels(workspace_id) if channel.name in named]
     media = [line.strip() for line in (values.get("media") or "").replace(",", "\n").splitlines() if line.strip()]
-    return fit_on_targets(db.session, workspace_id, values.get("body") or "", channels, media)
+    return fit_on_targets(db.session, workspace_id, values.get("body") or "", channels, media,
+                          _variants_of(values.get("tabs") or {}))
 
 
 @bp.get("/posts/counts")
@@ -112,8 +200,7 @@ def _fits(values: dict, workspace_id: int):
 def counts():
     """Each checked target's counter: the body counted as its network counts, and the first rule broken."""
     v = viewer()
-    values = dict(body=request.args.get("body", ""), targets=request.args.getlist("targets"),
-                  media=request.args.get("media", ""))
+    values = _typed_values(request.args)
     if not is_htmx():
         return redirect(url_for("posts.new"))
     return render_template("posts/_counters.html", fits=_fits(values, v.workspace.id))
@@ -170,9 +257,6 @@ def create():
             change = create_post(session, v.workspace.id, actor=v.actor, now=rt.now(), policy=rt.policy, **fields)
             if when is not None:
                 shifted = shift_queue(session, v.workspace.id, plan, actor=v.actor, now=rt.now(), policy=rt.policy)
-                if plan.moves:
-                    flash(f"{len(plan.moves)} queued post{'' if len(plan.moves) == 1 else 's'} moved down one slot.",
-                          "info")
             if request.form.get("intent") == "approve":
                 change = approve_post(session, v.workspace.id, change.post.id, actor=v.actor, now=rt.now(),
                                       policy=rt.policy)
@@ -180,6 +264,8 @@ def create():
         return render_composer(error=error, status=error.status)
     rt.announce_due(shifted + change.new_rows)
     _flash_saved(change)
+    if when is not None and plan.moves:
+        flash(f"{len(plan.moves)} queued post{'' if len(plan.moves) == 1 else 's'} moved down one slot.", "info")
     return redirect(url_for("posts.edit", post_id=change.post.id), code=303)
 
 
