@@ -78,6 +78,8 @@ class Policy:
     work_busy_retry: timedelta = timedelta(minutes=15)
     # A CSV import's dry run is kept this long for its commit (the brief's "CSV imports").
     import_keep: timedelta = timedelta(hours=1)
+    # How far ahead "queue" and "next" look for a free posting slot before answering that there is none.
+    queue_horizon: timedelta = timedelta(days=366)
 
     def __post_init__(self):
         if not (self.provider_timeout < self.task_timeout < self.recovery_timeout):

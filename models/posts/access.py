@@ -5,6 +5,7 @@ enforces it.
 | change                    | who may                                        |
 |---------------------------|------------------------------------------------|
 | move a post (drag, Move to…) | marketers and every role above them (ops, admins) |
+| set a channel's posting times (the queue's slots) | ops and admins                 |
 
 Whether a *row* may be dragged is a rule about the row (its origin), not the person: see
 :func:`models.overview.calendar.how_to_move`.
@@ -26,3 +27,18 @@ def check_may_move_post(role: Role) -> None:
     """Forbidden unless :func:`may_move_post`."""
     if not may_move_post(role):
         raise Forbidden(f"You need the {MOVES_POSTS.value} role to move a post.")
+
+
+# The least role that may change a channel's posting times (the queue's slots).
+SETS_POSTING_TIMES = Role.OPS
+
+
+def may_set_posting_times(role: Role) -> bool:
+    """A channel's posting times shape every marketer's queue: an operator's or an admin's call."""
+    return role.allows(SETS_POSTING_TIMES)
+
+
+def check_may_set_posting_times(role: Role) -> None:
+    """Forbidden unless :func:`may_set_posting_times`."""
+    if not may_set_posting_times(role):
+        raise Forbidden(f"You need the {SETS_POSTING_TIMES.value} role to change a channel's posting times.")

@@ -57,13 +57,17 @@ def create_post(
     variants=None,
     thread=None,
     first_comment=None,
+    from_queue: bool = False,
     actor: Actor,
     now: datetime,
     policy: Policy,
 ) -> PostChange:
     """Create a draft post after checking everything: targets, time, each target's own body and media
     (its variant's where ``variants`` gives it one), and its thread and first comment against the
-    targets that take them (:mod:`models.posts.threads`)."""
+    targets that take them (:mod:`models.posts.threads`).
+
+    ``from_queue`` says its wall time is a posting slot it took (:mod:`models.posts.queue`).
+    """
     channels = check_targets(session, workspace_id, targets)
     body, media, variants = check_content(session, workspace_id, body, media, variants, channels)
     thread = check_thread(session, workspace_id, thread, channels)
@@ -79,6 +83,7 @@ def create_post(
         first_comment=first_comment,
         wall_date=wall_date,
         wall_time=wall_time,
+        from_queue=from_queue,
         status=PostStatus.DRAFT.value,
         revision=1,
         created_at=now,
@@ -109,6 +114,7 @@ def update_post(
     variants=_UNSET,
     thread=_UNSET,
     first_comment=_UNSET,
+    from_queue: bool = False,
     actor: Actor,
     now: datetime,
     policy: Policy,
@@ -120,6 +126,7 @@ def update_post(
     variant of a target the edit removes goes with it. An approved post stays approved: its
     rows follow the edit in the same transaction (moved, inserted or withdrawn by the
     reconciler's rules; a target whose own content changed gets a new row).
+    A new wall time takes the post out of the queue unless ``from_queue`` says it is a slot.
     """
     post = get_post(session, workspace_id, post_id, lock=True)
     _refuse_if_terminal(post, "it can no longer be edited")
@@ -139,6 +146,8 @@ def update_post(
         if wall_date is None or wall_time is None:
             raise InvalidInput("give the date and the time together", field="local_time", code="missing")
         note = check_wall_time(wall_date, wall_time, workspace_zone(session, workspace_id), now, policy).note
+        if from_queue or (wall_date, wall_time) != (post.wall_date, post.wall_time):
+            post.from_queue = from_queue  # a time of one's own takes it out of the queue; the same one does not
         post.wall_date, post.wall_time = wall_date, wall_time
     post.body, post.media, post.variants = new_body, new_media, new_variants
     post.thread, post.first_comment = new_thread, new_comment

@@ -85,7 +85,8 @@ def one_of_each_kind(client, world) -> dict:
 def test_each_documented_example_is_accepted_and_each_required_field_refused_without_it(app, client, world, clock):
     spec = client.get(DOCUMENT).json
     schemas = spec["components"]["schemas"]
-    ids = {"action_id": add_action(app, world, publish_at=clock.now()), **one_of_each_kind(client, world)}
+    ids = {"action_id": add_action(app, world, publish_at=clock.now()), "channel_name": "main",
+           **one_of_each_kind(client, world)}
     activated = client.post(f"/api/v1/campaigns/{ids['campaign_id']}/activate", headers=world.auth("admin"))
     assert activated.status_code == 200, activated.json  # enrolling needs an active campaign
     tried = []

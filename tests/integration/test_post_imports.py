@@ -152,7 +152,9 @@ def test_refused_files_change_nothing(app, client, world):
     too_many = (HEADER + "".join(f"Post {n},main,2026-06-10,09:00,\n" for n in range(5001))).encode()
     cases = [
         (too_many, "too_many_lines", "more than 5,000 lines"),
-        (b"body,targets\nHello,main\n", "missing_header", "date and time (or local_time)"),
+        (b"targets,date,time\nmain,2026-06-10,09:00\n", "missing_header", "it lacks body"),
+        # Without date and time a line goes into the queue; one of the two alone is no time at all.
+        (b"body,targets,date\nHello,main,2026-06-10\n", "missing_header", "date and time together"),
         (b"body,targets,date,time,colour\nHello,main,2026-06-10,09:00,red\n", "bad_header", "'colour'"),
         ("body,targets,date,time\nCaf\u00e9,main,2026-06-10,09:00\n".encode("latin-1"), "not_utf8", "line 2"),
         (b"", "empty", "empty"),

@@ -79,9 +79,14 @@ def furnish(app, world, tag: str = "a") -> Furnished:
         with read_session() as session:
             channel_id = session.scalar(text("SELECT id FROM channels WHERE workspace_id = :w AND name = 'main'"),
                                         {"w": world.workspace_id})
+        with write_session() as session:  # a channel named for this tag: another workspace's name is not found
+            from models.channels.tables import Channel
+
+            session.add(Channel(workspace_id=world.workspace_id, name=f"slots-{tag}", kind="log", config={},
+                                created_at=runtime().now()))
         with write_session() as session:
             alert_id, destination_id = _alert_and_destination(session, world, tag)
-    ids = {"action_id": queued, "post_id": post, "channel_id": channel_id, "membership_id": spare_id,
+    ids = {"action_id": queued, "post_id": post, "channel_id": channel_id, "channel_name": f"slots-{tag}", "membership_id": spare_id,
            "contact_id": contact["id"], "campaign_id": campaign["id"], "enrollment_id": enrollment["id"],
            "rule_id": rule["id"], "work_id": work["id"], "import_id": dry["import_id"], "alert_id": alert_id,
            "destination_id": destination_id, "media_id": media["id"], "token_id": spare_token,

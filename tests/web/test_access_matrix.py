@@ -43,7 +43,7 @@ LEAST_ROLE = {
     "posts.create": "marketer", "posts.update": "marketer", "posts.approve": "marketer", "posts.unapprove": "marketer",
     "posts.archive": "marketer", "posts.send_now": "marketer",
     "channels.create": "admin", "channels.update": "admin", "channels.test_send": "admin",
-    "channels.connect": "admin",
+    "channels.connect": "admin", "channels.save_posting_times": "ops",
     "members.add": "admin", "members.role": "admin", "members.remove": "admin",
     "settings.timezone": "admin",
     "notifications.read": "marketer", "notifications.settings": "admin",
@@ -64,7 +64,7 @@ LEAST_ROLE = {
     "alerts.remove_destination": "admin", "alerts.save_rule": "admin", "alerts.save_preferences": "marketer",
     # the API: the same rules, by bearer token
     "api_actions.create": "marketer", "api_actions.cancel": "ops", "api_actions.reschedule": "ops",
-    "api_actions.retry": "admin",
+    "api_actions.retry": "admin", "api_channels.put_slots": "ops",
     "api_posts.create": "marketer", "api_posts.update": "marketer", "api_posts.approve": "marketer",
     "api_posts.unapprove": "marketer", "api_posts.archive": "marketer", "api_posts.send_now": "marketer",
     "api_recurring.create": "marketer", "api_recurring.update": "marketer", "api_recurring.pause": "marketer",
@@ -134,6 +134,7 @@ def plausible_json(endpoint: str, ids: dict) -> dict | None:
         "api_works.create": {"name": "Another", "pipeline": "log"},
         "api_work_schedules.put": {"cadence": "weekly"},
         "api_media.update": {"alt": "A green square"},
+        "api_channels.put_slots": {"slots": [{"days": ["mon"], "time": "09:00"}]},
     }.get(endpoint)
 
 
@@ -201,7 +202,7 @@ def test_another_workspaces_ids_are_not_found_and_change_nothing(app, world):
             # "after" is the next one's "before".
             assert changed_tables(before, snapshot(app)) == [], (method, rule.rule)
     # Every id kind a route takes was tried, so the list above cannot quietly shrink.
-    assert kinds >= {"action_id", "post_id", "channel_id", "membership_id", "contact_id", "campaign_id",
+    assert kinds >= {"action_id", "post_id", "channel_id", "channel_name", "membership_id", "contact_id", "campaign_id",
                      "enrollment_id", "rule_id", "work_id", "import_id", "alert_id", "destination_id", "media_id"}, kinds
     report("cross_workspace", requests=len(tried), routes=len({(m, r) for m, r, *_ in tried}), workspaces=2,
            id_kinds=sorted(kinds), server_errors=0)

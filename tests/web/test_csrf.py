@@ -45,7 +45,7 @@ def test_every_dashboard_post_without_a_token_is_refused(app, acme, browser_for)
                      "posts.update", "posts.approve", "posts.unapprove", "posts.archive", "posts.send_now",
                      "channels.create", "channels.update", "channels.test_send", "members.add", "members.role",
                      "members.remove", "feeds.make_feed", "feeds.revoke_feed", "posts.import_upload",
-                     "posts.import_commit"):
+                     "posts.import_commit", "channels.save_posting_times"):
         assert endpoint in checked, endpoint
 
 

@@ -14,7 +14,7 @@ from flask import Blueprint, jsonify, request
 from models.core.errors import InvalidInput
 from models.core.runtime import runtime
 from models.imports.runs import commit, dry_run
-from models.posts.import_csv import FATE_OF_CODE, MAX_POST_LINES, SCHEDULE, PostImport
+from models.posts.import_csv import FATE_OF_CODE, MAX_POST_LINES, QUEUED, SCHEDULE, PostImport
 from webapp.api.parsing import json_body
 from webapp.api.serialize import iso
 from webapp.api.idempotency import idempotent
@@ -45,8 +45,8 @@ def import_report(report) -> dict:
 
 
 def commit_report(result, new_rows: int) -> dict:
-    return {"import_id": result.import_id, "created": result.counts.get(SCHEDULE, 0), "counts": result.counts,
-            "queued_rows": new_rows,
+    return {"import_id": result.import_id, "created": result.counts.get(SCHEDULE, 0) + result.counts.get(QUEUED, 0),
+            "counts": result.counts, "queued_rows": new_rows,
             "changed": [{"line": c.line, "was": c.was, "now": c.now, "message": c.message} for c in result.changed]}
 
 
@@ -90,7 +90,7 @@ def commit_posts(import_id: str):
 
 # -- the document -----------------------------------------------------------------------------
 
-_FATES = sorted({SCHEDULE, "duplicate_line", "already_scheduled", "invalid_value", "malformed",
+_FATES = sorted({SCHEDULE, QUEUED, "duplicate_line", "already_scheduled", "invalid_value", "malformed",
                  *FATE_OF_CODE.values()})
 _REPORT = {
     "type": "object", "required": ["import_id", "expires_at", "columns", "counts", "accepted", "lines"],
@@ -134,7 +134,9 @@ OPENAPI = {
                                "workspace's zone, optional media (links). Each line's fate: schedule (with the DST "
                                "note when the wall time does not exist or happens twice), bad_time, in_the_past, "
                                "unknown_channel, too_long, invalid_value, duplicate_line, already_scheduled (a post "
-                               "with the same body at the same time exists). The dry run keeps the file for an hour "
+                               "with the same body at the same time exists); a line without a date and time goes "
+                               "into the queue: queue (the posting slot it takes, after those the lines above took) "
+                               "or no_slot. The dry run keeps the file for an hour "
                                "under its import_id.",
                 "parameters": [
                     {"name": "dry_run", "in": "query", "required": False, "schema": {"enum": ["1", "true"]}},

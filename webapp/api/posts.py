@@ -10,6 +10,8 @@ from models.posts.checks import MAX_TARGETS
 from models.posts.tables import Post, PostStatus
 from models.posts.operations import approve_post, archive_post, create_post, post_now, unapprove_post, update_post
 from models.posts.threads import follow_up_rows, follow_ups_of
+from models.posts.checks import check_targets
+from models.posts.queue import check_when, plan_json, plan_slot, shift_queue
 from models.posts.reading import (
     delivery_of,
     get_post,
@@ -33,8 +35,8 @@ from models.core.runtime import runtime
 
 bp = Blueprint("api_posts", __name__, url_prefix="/api/v1/posts")
 
-CREATE_FIELDS = {"body", "media", "local_time", "targets", "variants", "thread", "first_comment"}
-UPDATE_FIELDS = CREATE_FIELDS
+UPDATE_FIELDS = {"body", "media", "local_time", "targets", "variants", "thread", "first_comment"}
+CREATE_FIELDS = UPDATE_FIELDS | {"when"}
 
 
 def _check_fields(body: dict, allowed: set[str]) -> None:
@@ -64,6 +66,7 @@ def post_json(session, post: Post, zone: str, *, rows=None, actions: bool = Fals
         "variants": post.variants or {},
         "local_time": f"{post.wall_date.isoformat()}T{post.wall_time.strftime('%H:%M')}",
         "timezone": zone,
+        "from_queue": bool(post.from_queue),
         "publish_at": publish_at,
         "time_note": note,
         "targets": [
@@ -130,8 +133,10 @@ def create():
     body = json_body()
     _check_fields(body, CREATE_FIELDS)
     rt = runtime()
-    if body.get("local_time") is None:
-        raise InvalidInput("local_time is required", field="local_time", code="missing")
+    when = _queue_choice(body)
+    if body.get("local_time") is None and when is None:
+        raise InvalidInput("local_time is required (or \"when\": \"queue\" or \"next\")", field="local_time",
+                           code="missing")
     if body.get("targets") is None:
         raise InvalidInput("targets is required", field="targets", code="missing")
     if body.get("body") is None:
@@ -140,12 +145,55 @@ def create():
     media = _media_fetched(caller, body.get("media"), rt)
     variants = _variants_fetched(caller, body.get("variants"), rt)
     with write_session() as session:
+        plan = None
+        if when is not None:
+            plan = plan_slot(session, caller.workspace.id, check_targets(session, caller.workspace.id,
+                                                                         body["targets"]),
+                             when, now=rt.now(), policy=rt.policy, lock=True)
+            wall_date, wall_time = plan.wall_date, plan.wall_time
         change = create_post(session, caller.workspace.id, body=body["body"], targets=body["targets"],
                              wall_date=wall_date, wall_time=wall_time, media=media, variants=variants,
                              thread=body.get("thread"),
                              first_comment=body.get("first_comment"),
+                             from_queue=plan is not None,
                              actor=caller.actor, now=rt.now(), policy=rt.policy)
-        return _answer(session, change, caller, status=201, note=change.note)
+        if plan is not None:
+            shifted = shift_queue(session, caller.workspace.id, plan, actor=caller.actor, now=rt.now(),
+                                  policy=rt.policy)
+        answer = post_json(session, change.post, caller.workspace.timezone, actions=True)
+        if change.note:
+            answer["note"] = change.note
+        if plan is not None:
+            answer["queue"] = plan_json(plan, caller.workspace.timezone)
+    if plan is not None:
+        rt.announce_due(shifted)
+    return jsonify(answer), 201
+
+
+def _queue_choice(body: dict) -> str | None:
+    """``when`` ("queue" or "next"), None when the post gives its own ``local_time``; both at once is a 422."""
+    if body.get("when") is None:
+        return None
+    if body.get("local_time") is not None:
+        raise InvalidInput("give local_time or when, not both", field="when", code="conflicting")
+    return check_when(body["when"])
+
+
+@bp.get("/queue-preview")
+def queue_preview():
+    """Where ``when`` (queue or next) would put a post to ``targets``, and which queued posts would move; writes
+    nothing."""
+    caller = api_caller()
+    when = check_when(request.args.get("when", "queue"))
+    names = [part.strip() for value in request.args.getlist("targets") for part in value.split(",") if part.strip()]
+    if not names:
+        raise InvalidInput("targets is required: channel names, comma-separated or repeated", field="targets",
+                           code="missing")
+    rt = runtime()
+    session = db.session
+    plan = plan_slot(session, caller.workspace.id, check_targets(session, caller.workspace.id, names), when,
+                     now=rt.now(), policy=rt.policy)
+    return jsonify(plan_json(plan, caller.workspace.timezone))
 
 
 def _query_date(name: str) -> date | None:
@@ -315,6 +363,7 @@ OPENAPI = {
                                  "media": {"type": "array", "items": {"type": "integer"}}}}},
                 "local_time": {"type": "string"},
                 "timezone": {"type": "string"},
+                "from_queue": {"type": "boolean", "description": "its time is a posting slot it took from the queue"},
                 "publish_at": _MAYBE_INSTANT,
                 "time_note": {"type": ["string", "null"]},
                 "targets": {"type": "array", "items": {"type": "object", "required": ["channel", "status"],
@@ -338,8 +387,31 @@ OPENAPI = {
                 "first_comment": {"anyOf": [{"$ref": "#/components/schemas/PostItem"}, {"type": "null"}]},
                 "actions": {"type": "array", "items": {"$ref": "#/components/schemas/Action"}},
                 "note": {"type": "string"},
+                "queue": {"$ref": "#/components/schemas/QueuePlan"},
             },
         },
+        "QueuePlan": {
+            "type": "object", "required": ["when", "local_time", "publish_at", "timezone", "moves"],
+            "description": "the slot a queued post takes, and the queued posts that move down for it (\"next\")",
+            "properties": {
+                "when": {"enum": ["queue", "next"]},
+                "local_time": {"type": "string"},
+                "publish_at": _INSTANT,
+                "time_note": {"type": ["string", "null"]},
+                "timezone": {"type": "string"},
+                "moves": {"type": "array", "items": {"type": "object", "required": ["post_id", "from", "to"],
+                                                      "properties": {"post_id": {"type": "integer"},
+                                                                     "from": {"type": "string"},
+                                                                     "to": {"type": "string"}}}},
+            },
+        },
+        "NewPost": {"type": "object", "required": ["body", "targets"], "additionalProperties": False,
+                    "description": "local_time, or when to take a posting slot from the queue",
+                    "properties": {**_FIELDS, "when": {
+                        "enum": ["queue", "next"],
+                        "description": "instead of local_time: \"queue\" takes the earliest free posting slot of "
+                                       "every target, \"next\" the first one, moving the queued posts after it "
+                                       "down one slot each (see GET /api/v1/posts/queue-preview)"}}},
         "PostVariant": {"type": "object", "minProperties": 1, "additionalProperties": False, "properties": {
             "body": {"type": "string", "minLength": 1, "description": "checked against this target's length limit"},
             "media": {**_FIELDS["media"], "description": "media library ids (or https links, fetched into it) for "
@@ -348,8 +420,6 @@ OPENAPI = {
             "body": {"type": "string"},
             "media": {"type": "array", "maxItems": 10, "items": {"type": "integer", "minimum": 1}}},
             "additionalProperties": False},
-        "NewPost": {"type": "object", "required": ["body", "targets", "local_time"], "properties": _FIELDS,
-                    "additionalProperties": False},
         "PostChange": {"type": "object", "minProperties": 1, "properties": _FIELDS, "additionalProperties": False},
     },
     "paths": {
@@ -378,6 +448,19 @@ OPENAPI = {
                         "posts": {"type": "array", "items": _POST_ANSWER},
                         "next_cursor": {"type": ["string", "null"]}}})},
                     **errors("422")},
+            },
+        },
+        "/api/v1/posts/queue-preview": {
+            "get": {
+                "summary": "Where \"queue\" or \"next\" would put a post, and which queued posts would move",
+                "parameters": [
+                    {"name": "targets", "in": "query", "required": True,
+                     "schema": {"type": "string", "minLength": 1}, "description": "channel names, comma-separated"},
+                    {"name": "when", "in": "query", "schema": {"enum": ["queue", "next"]}},
+                ],
+                "responses": {"200": {"description": "The plan; nothing was written.",
+                                      **json_content({"$ref": "#/components/schemas/QueuePlan"})},
+                              **errors("422")},
             },
         },
         "/api/v1/posts/{post_id}": {

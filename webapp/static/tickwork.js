@@ -38,6 +38,9 @@ document.addEventListener("htmx:error", function (event) {
 
   function landing(cell, event) {
     var time = dragged.time;
+    // A free posting time is a drop target of its own: the post lands on exactly that time.
+    var posting = cell.getAttribute("data-drop-slot");
+    if (posting) return { date: cell.getAttribute("data-drop-date"), time: posting };
     var slot = cell.getAttribute("data-drop-time");
     if (slot) {
       // A week slot is an hour; where the pointer is in it picks the quarter.

@@ -14,9 +14,11 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import login_required
+from sqlalchemy import select
 
 from models.actions.tables import ScheduledAction, Status
 from models.channels.reading import channel_names
+from models.channels.tables import Channel
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput
 from models.core.hooks import CalendarEntry
@@ -25,6 +27,7 @@ from models.core.time_input import parse_clock, parse_day
 from models.overview.calendar import BUSY_DAY, how_to_move, lay_out
 from models.posts.access import check_may_move_post, may_move_post
 from models.posts.operations import PostMoved, UndoGuard, check_move, move_post
+from models.posts.queue import free_slots
 from models.posts.reading import get_post, posts_by_id
 from models.posts.tables import MAX_ID
 from models.timing.wall_time import to_local
@@ -150,13 +153,30 @@ def calendar_context(v: Viewer, *, view: str, focus: date | None, with_cancelled
         calendar_days.append(Day(laid.day, laid.busy, laid.counts, chips, laid.hour_counts))
     posts = posts_by_id(db.session, v.workspace.id,
                         [chip.post_id for day in calendar_days for chip in day.chips if chip.post_id])
+    free = _free_slots(v, first, first + timedelta(days=days - 1))
     return dict(
+        free_slots=free,
         v=v, view=view, layout=calendar_days, today=today, focus=focus, title=title, prev_date=prev_date,
         next_date=next_date, with_cancelled=with_cancelled, month=focus.month if view == "month" else None,
         busy_day=BUSY_DAY, weeks=[calendar_days[i:i + 7] for i in range(0, len(calendar_days), 7)],
         posts=posts, can_move=may_move_post(v.role), notice=notice, undo_seconds=UNDO_SECONDS,
         agenda=[day for day in calendar_days if day.chips or day.busy],
     )
+
+
+def _free_slots(v: Viewer, first: date, last: date) -> dict[date, list[tuple]]:
+    """Each day's free posting times (the channels free at each), the drop targets a post may be moved to."""
+    channels = [channel for channel in db.session.scalars(select(Channel).where(Channel.workspace_id == v.workspace.id)
+                                                          .order_by(Channel.name)) if channel.posting_slots]
+    if not channels or v.zone_problem:
+        return {}
+    rt = runtime()
+    free = free_slots(db.session, v.workspace.id, channels, first, last, now=rt.now(), policy=rt.policy)
+    by_day: dict[date, dict] = {}
+    for channel in channels:
+        for day, at in free[channel.id]:
+            by_day.setdefault(day, {}).setdefault(at, []).append(channel.name)
+    return {day: sorted(times.items()) for day, times in by_day.items()}
 
 
 def calendar_url(view: str, focus: date, with_cancelled: bool) -> str:

@@ -1,5 +1,6 @@
 """Channels (admin): add, edit, connect, test-send. Secrets are write-only: typed in (or obtained by
-connecting an account), never shown again."""
+connecting an account), never shown again. Posting times (the queue's slots): ops and admins, on the
+posting-times page and on each channel's page."""
 
 from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
@@ -9,7 +10,10 @@ from models.accounts.members import membership_role
 from models.accounts.tables import Role, User
 from models.channels import connections
 from models.overview.channel_health import channel_health
+from models.channels.slots import save_slots
 from models.channels.tables import Channel
+from models.posts.access import check_may_set_posting_times
+from models.timing.slot_grid import WEEKDAYS
 from models.channels.operations import read_from_network, save_channel
 from models.channels.reading import channel_events
 from models.core.database import db, write_session
@@ -89,6 +93,37 @@ def settings_text(config: dict) -> str:
     return "\n".join(f"{key} = {shown(value)}" for key, value in sorted((config or {}).items()))
 
 
+def parse_slots_text(text: str) -> list[dict]:
+    """The editor's lines (``09:00 mon tue wed``, ``13:30 every day``, ``10:00 weekdays``) in the API's shape;
+    what each entry holds is checked by :func:`models.channels.slots.check_slots`."""
+    entries = []
+    for number, line in enumerate((text or "").splitlines(), start=1):
+        words = line.replace(",", " ").lower().split()
+        if not words or words[0].startswith("#"):
+            continue
+        if len(line) > 200:
+            raise InvalidInput(f"Line {number} is too long for a posting time.", field="slots")
+        rest = " ".join(words[1:])
+        days = {"every day": list(WEEKDAYS), "daily": list(WEEKDAYS), "weekdays": list(WEEKDAYS[:5]),
+                "weekends": list(WEEKDAYS[5:])}.get(rest, words[1:])
+        if not days:
+            raise InvalidInput(f"Line {number} should look like 09:00 mon tue wed (or 09:00 every day).",
+                               field="slots")
+        entries.append({"days": [day[:3] if len(day) > 3 and day[:3] in WEEKDAYS else day for day in days],
+                        "time": words[0]})
+    return entries
+
+
+def slots_text(slots) -> str:
+    """The stored posting times as the editor shows them, one time per line."""
+    lines = []
+    for entry in slots or []:
+        days = entry["days"]
+        named = {tuple(WEEKDAYS): "every day", tuple(WEEKDAYS[:5]): "weekdays", tuple(WEEKDAYS[5:]): "weekends"}
+        lines.append(f"{entry['time']} {named.get(tuple(days), ' '.join(days))}")
+    return "\n".join(lines)
+
+
 def _channel(channel_id: int) -> Channel:
     channel = db.session.scalar(select(Channel).where(Channel.id == channel_id,
                                                       Channel.workspace_id == viewer().workspace.id))
@@ -120,7 +155,7 @@ def _page(channel=None, *, error=None, status=200, result=None):
                        kinds=list(PROVIDERS), hints=SETTINGS_HINT, limits_hint=LIMITS_HINT,
                        unknown_rules={kind: unknown_outcome_rule(kind) for kind in PROVIDERS},
                        result=result, unverified=unverified, history=history, states=states,
-                       oauth_kinds=oauth_kinds, setup=setup, health=health)
+                       oauth_kinds=oauth_kinds, setup=setup, health=health, slots_text=slots_text)
     # The Connect form's answer sends the browser on to the network's authorization page: a browser enforces
     # form-action on that redirect too, so this page's policy names that one origin beside our own.
     origin = connections.authorize_origin(channel) if channel is not None else None
@@ -180,6 +215,48 @@ def create():
 def update(channel_id: int):
     """Change a channel's name, kind, settings or secret."""
     return _save(_channel(channel_id))
+
+
+@bp.get("/posting-times")
+@require_role(Role.MARKETER)
+def posting_times():
+    """Every channel's posting times, where "Add to queue" puts posts; ops and admins edit them."""
+    v = viewer()
+    channels = list(db.session.scalars(select(Channel).where(Channel.workspace_id == v.workspace.id)
+                                       .order_by(Channel.name)))
+    return render_page("channels/posting_times.html", v=v, channels=channels, slots_text=slots_text, errors={},
+                       typed={})
+
+
+@bp.post("/channels/<int:channel_id>/slots")
+@require_role(Role.OPS)
+def save_posting_times(channel_id: int):
+    """Replace one channel's posting times."""
+    v = viewer()
+    check_may_set_posting_times(v.role)
+    channel = _channel(channel_id)
+    typed = request.form.get("slots", "")
+    error = None
+    try:
+        raw = parse_slots_text(typed)
+        with write_session() as session:
+            save_slots(session, v.workspace.id, channel.name, raw)
+    except DomainError as exc:
+        error = exc
+    db.session.expire_all()
+    channel = _channel(channel_id)
+    if is_htmx():
+        return render_template("channels/_slots.html", channel=channel, error=error, typed=typed if error else None,
+                               slots_text=slots_text, saved=error is None), error.status if error else 200
+    if error is not None:
+        channels = list(db.session.scalars(select(Channel).where(Channel.workspace_id == v.workspace.id)
+                                           .order_by(Channel.name)))
+        return render_page("channels/posting_times.html", v=v, channels=channels, slots_text=slots_text,
+                           errors={channel.id: error}, typed={channel.id: typed}), error.status
+    flash(f"Posting times of {channel.name} saved.", "ok")
+    back = url_for("channels.edit", channel_id=channel.id) if request.form.get("back") == "channel" and v.can(
+        Role.ADMIN) else url_for("channels.posting_times")
+    return redirect(back, code=303)
 
 
 @bp.post("/channels/<int:channel_id>/test")

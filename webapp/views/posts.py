@@ -13,14 +13,15 @@ from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput
 from models.posts.tables import ACTION_TYPE, PostStatus, post_id_of
 from models.posts.operations import approve_post, archive_post, create_post, post_now, unapprove_post, update_post
-from models.posts.reading import delivery_of, get_post, post_rows, post_targets
+from models.posts.reading import delivery_of, get_post, post_rows, post_targets, posts_by_id
 from models.posts.threads import follow_up_rows, follow_ups_of, position_of
 from models.core.time_input import parse_clock, parse_day, resolve_typed
 from models.core.runtime import runtime
 from models.imports.runs import commit, dry_run
 from models.media.fetching import fetch_links_into_library
 from models.media.settings import media_settings
-from models.posts.checks import fit_on_targets
+from models.posts.checks import check_targets, fit_on_targets
+from models.posts.queue import WHENS, plan_slot, shift_queue
 from models.posts.import_csv import MAX_POST_LINES, PostImport
 from models.posts.preview import previews_for
 from webapp.uploads import takes_upload
@@ -42,9 +43,11 @@ def _channels(workspace_id: int) -> list[Channel]:
     return list(db.session.scalars(select(Channel).where(Channel.workspace_id == workspace_id).order_by(Channel.name)))
 
 
-def _form_fields(form) -> dict:
-    """The composer's fields as the domain functions take them, links fetched into the library; a 422 names a bad one."""
-    wall_date, wall_time = parse_day(form.get("date")), parse_clock(form.get("time"))
+def _form_fields(form, *, timed: bool = True) -> dict:
+    """The composer's fields as the domain functions take them, links fetched into the library; a 422 names a bad one.
+
+    Not ``timed`` (the post goes into the queue), the date and time are left to the queue."""
+    wall_date, wall_time = (parse_day(form.get("date")), parse_clock(form.get("time"))) if timed else (None, None)
     media = [line.strip() for line in (form.get("media") or "").replace(",", "\n").splitlines() if line.strip()]
     v = viewer()
     media = fetch_links_into_library(v.workspace.id, media, settings=media_settings(), actor=v.actor,
@@ -220,23 +223,55 @@ def preview_time():
     return render_template("posts/_time_preview.html", preview=preview, v=v)
 
 
+@bp.get("/posts/queue-preview")
+@require_role(Role.MARKETER)
+def queue_preview():
+    """Where "Add to queue" or "Share next" would put the post, and which queued posts would move down."""
+    v = viewer()
+    if not is_htmx():
+        return redirect(url_for("posts.new"))
+    when = request.args.get("when")
+    plan = error = None
+    if when in WHENS:
+        try:
+            channels = check_targets(db.session, v.workspace.id, request.args.getlist("targets"))
+            plan = plan_slot(db.session, v.workspace.id, channels, when, now=runtime().now(), policy=runtime().policy)
+        except DomainError as exc:
+            error = exc
+    titles = {}
+    if plan is not None and plan.moves:
+        titles = {post.id: post.body for post in posts_by_id(db.session, v.workspace.id,
+                                                              [move.post_id for move in plan.moves]).values()}
+    return render_template("posts/_queue_preview.html", plan=plan, error=error, when=when, titles=titles, v=v)
+
+
 @bp.post("/posts")
 @require_role(Role.MARKETER)
 def create():
     """Save a new post as a draft, and approve it too when asked."""
     v = viewer()
     rt = runtime()
+    when = request.form.get("when") if request.form.get("when") in WHENS else None
+    shifted = []
     try:
-        fields = _form_fields(request.form)
+        fields = _form_fields(request.form, timed=when is None)
         with write_session() as session:
+            if when is not None:  # "Add to queue" or "Share next": the slot is found in this transaction
+                plan = plan_slot(session, v.workspace.id, check_targets(session, v.workspace.id, fields["targets"]),
+                                 when, now=rt.now(), policy=rt.policy, lock=True)
+                fields.update(wall_date=plan.wall_date, wall_time=plan.wall_time, from_queue=True)
             change = create_post(session, v.workspace.id, actor=v.actor, now=rt.now(), policy=rt.policy, **fields)
+            if when is not None:
+                shifted = shift_queue(session, v.workspace.id, plan, actor=v.actor, now=rt.now(), policy=rt.policy)
             if request.form.get("intent") == "approve":
                 change = approve_post(session, v.workspace.id, change.post.id, actor=v.actor, now=rt.now(),
                                       policy=rt.policy)
     except DomainError as error:
         return render_composer(error=error, status=error.status)
-    rt.announce_due(change.new_rows)
+    rt.announce_due(shifted + change.new_rows)
     _flash_saved(change)
+    if when is not None and plan.moves:
+        flash(f"{len(plan.moves)} queued post{'' if len(plan.moves) == 1 else 's'} moved down one slot.", "info")
     return redirect(url_for("posts.edit", post_id=change.post.id), code=303)
 
 
