@@ -6,7 +6,7 @@ Every rule lives in :mod:`models.posts`; these views parse the form, call it, an
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
 
-from models.accounts.tables import Role
+from models.accounts.permissions import Permission
 from models.channels.tables import Channel
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput
@@ -21,7 +21,7 @@ from models.media.settings import media_settings
 from models.posts.checks import fit_on_targets
 from models.posts.import_csv import MAX_POST_LINES, PostImport
 from webapp.uploads import takes_upload
-from webapp.views.context import is_htmx, render_page, require_role, viewer
+from webapp.views.context import is_htmx, render_page, require, viewer
 
 bp = Blueprint("posts", __name__)
 
@@ -87,7 +87,7 @@ def _preview(raw_date: str | None, raw_time: str | None, zone: str) -> dict | No
 
 
 @bp.get("/posts/new")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def new():
     """A blank composer, for the day clicked on the calendar when there is one."""
     try:
@@ -105,7 +105,7 @@ def _fits(values: dict, workspace_id: int):
 
 
 @bp.get("/posts/counts")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def counts():
     """Each checked target's counter: the body counted as its network counts, and the first rule broken."""
     v = viewer()
@@ -117,7 +117,7 @@ def counts():
 
 
 @bp.get("/posts/preview-time")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def preview_time():
     """The resulting instant of the composer's date and time, with any DST note."""
     v = viewer()
@@ -128,7 +128,7 @@ def preview_time():
 
 
 @bp.post("/posts")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def create():
     """Save a new post as a draft, and approve it too when asked."""
     v = viewer()
@@ -155,7 +155,7 @@ def _flash_saved(change, verb: str = "Saved") -> None:
 
 
 @bp.get("/posts/<int:post_id>")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def edit(post_id: int):
     """The composer with a post loaded, its status, and each target's delivery."""
     v = viewer()
@@ -163,7 +163,7 @@ def edit(post_id: int):
 
 
 @bp.post("/posts/<int:post_id>")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def update(post_id: int):
     """Save changes to a post (its rows follow when it is approved)."""
     v = viewer()
@@ -199,28 +199,28 @@ def _transition(post_id: int, operation, verb: str, **kwargs):
 
 
 @bp.post("/posts/<int:post_id>/approve")
-@require_role(Role.MARKETER)
+@require(Permission.APPROVE)
 def approve(post_id: int):
     """Approve a draft: its rows are queued at once."""
     return _transition(post_id, approve_post, "Approved")
 
 
 @bp.post("/posts/<int:post_id>/unapprove")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def unapprove(post_id: int):
     """Back to draft: its queued rows are withdrawn."""
     return _transition(post_id, unapprove_post, "Back to draft")
 
 
 @bp.post("/posts/<int:post_id>/archive")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def archive(post_id: int):
     """Archive a post: its queued rows are cancelled at once."""
     return _transition(post_id, archive_post, "Archived")
 
 
 @bp.post("/posts/<int:post_id>/post-now")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def send_now(post_id: int):
     """Send every target (or one) now; a draft is approved first, since the composer offers it to
     people who may approve (a draft sent behind its own back would still look like one)."""
@@ -248,14 +248,14 @@ def _import_page(*, report=None, result=None, error: DomainError | None = None, 
 
 
 @bp.get("/posts/import")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def import_form():
     """Upload a CSV file of posts: a dry run first, showing each line's fate."""
     return _import_page()
 
 
 @bp.post("/posts/import")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 @takes_upload
 def import_upload():
     """A CSV file's dry run: every line's fate, and buttons to make the accepted posts as drafts or approved."""
@@ -273,7 +273,7 @@ def import_upload():
 
 
 @bp.post("/posts/imports/<import_id>/commit")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def import_commit(import_id: str):
     """Make exactly the posts the dry run promised, as drafts or approved, each re-checked."""
     v = viewer()

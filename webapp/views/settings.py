@@ -11,13 +11,13 @@ from zoneinfo import ZoneInfo, available_timezones
 
 from flask import Blueprint, flash, redirect, request, url_for
 
-from models.accounts.tables import Role
+from models.accounts.permissions import Permission
 from models.accounts.workspaces import change_workspace_zone, preview_zone_change
 from models.core.database import write_session
 from models.core.errors import DomainError, InvalidInput
 from models.core.runtime import runtime
 from models.timing.wall_time import InvalidTimezone, resolve_wall_time
-from webapp.views.context import render_page, require_role, viewer
+from webapp.views.context import render_page, require, viewer
 
 bp = Blueprint("settings", __name__)
 
@@ -69,14 +69,14 @@ def _typed_zone() -> str:
 
 
 @bp.get("/settings")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def settings():
     """The workspace's settings: its time zone."""
     return render_settings()
 
 
 @bp.post("/settings/two-factor")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def two_factor():
     """Require (or stop requiring) two-factor sign-in of this workspace's admins."""
     from models.accounts.two_factor import set_admins_need_two_factor
@@ -94,7 +94,7 @@ def two_factor():
 
 
 @bp.post("/settings/timezone")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def timezone():
     """Preview what a new zone moves (``intent=preview``), or make the change."""
     v = viewer()
