@@ -16,7 +16,7 @@ from models.core.runtime import runtime
 from models.accounts.two_factor import lacks_required_two_factor
 from models.core.errors import DomainError, Forbidden
 from models.core.moves import Actor
-from webapp.api.needs import permission_for
+from webapp.api_needs import permission_for
 
 login_manager = LoginManager()
 login_manager.login_view = "pages.login"
