@@ -13,9 +13,10 @@ READS = frozenset({"GET", "HEAD", "OPTIONS"})
 CHANGE_NEEDS: dict[str, Permission] = {
     "api_posts.approve": Permission.APPROVE,
     "api_post_review.request_changes": Permission.REVIEW,
-    "api_post_review.add_comment": Permission.COMMENT,
-    "api_post_review.create_link": Permission.APPROVE,  # the domain says who: a reviewer, an admin, or the author
-    "api_post_review.revoke_link": Permission.APPROVE,
+    "api_post_review.add_comment_route": Permission.COMMENT,
+    # The domain says who: an admin, a reviewer, or the author while outside approval is on.
+    "api_post_review.create_link": Permission.APPROVE,
+    "api_post_review.revoke_link_route": Permission.APPROVE,
     "api_tokens.revoke": Permission.OWN_ACCOUNT,
     "api_workspace.update": Permission.ADMINISTER,
 }

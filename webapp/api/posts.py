@@ -1,6 +1,7 @@
 """``/api/v1/posts``: compose, list, inspect, edit, approve, unapprove, archive and Post now."""
 
 from datetime import date, time
+from functools import partial
 
 from flask import Blueprint, jsonify, request
 
@@ -210,8 +211,8 @@ def _transition(post_id: int, operation):
 
 @bp.post("/<int:post_id>/approve")
 def approve(post_id: int):
-    """Approve a draft: its rows are queued at once."""
-    return _transition(post_id, approve_post)
+    """Approve a draft (or, while review is required, a post in review): its rows are queued at once."""
+    return _transition(post_id, partial(approve_post, role=api_caller().role))
 
 
 @bp.post("/<int:post_id>/unapprove")

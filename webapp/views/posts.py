@@ -73,8 +73,16 @@ def render_composer(post=None, *, error: DomainError | None = None, status: int 
     return render_page(
         "posts/composer.html", v=v, post=post, values=values, channels=_channels(v.workspace.id), delivery=delivery,
         error=error, note=note, preview=_preview(values.get("date"), values.get("time"), v.zone),
-        fits=_fits(values, v.workspace.id),
+        fits=_fits(values, v.workspace.id), review=_review_panel(post),
     ), status
+
+
+def _review_panel(post) -> dict | None:
+    if post is None:
+        return None
+    from webapp.views.post_review import review_panel
+
+    return review_panel(post)
 
 
 def _preview(raw_date: str | None, raw_time: str | None, zone: str) -> dict | None:
@@ -139,7 +147,7 @@ def create():
             change = create_post(session, v.workspace.id, actor=v.actor, now=rt.now(), policy=rt.policy, **fields)
             if request.form.get("intent") == "approve":
                 change = approve_post(session, v.workspace.id, change.post.id, actor=v.actor, now=rt.now(),
-                                      policy=rt.policy)
+                                      policy=rt.policy, role=v.role)
     except DomainError as error:
         return render_composer(error=error, status=error.status)
     rt.announce_due(change.new_rows)
@@ -175,7 +183,7 @@ def update(post_id: int):
                                  **fields)
             if request.form.get("intent") == "approve":
                 change = approve_post(session, v.workspace.id, post_id, actor=v.actor, now=rt.now(),
-                                      policy=rt.policy)
+                                      policy=rt.policy, role=v.role)
     except DomainError as error:
         return render_composer(get_post(db.session, v.workspace.id, post_id), error=error, status=error.status)
     rt.announce_due(change.new_rows)
@@ -202,7 +210,7 @@ def _transition(post_id: int, operation, verb: str, **kwargs):
 @require(Permission.APPROVE)
 def approve(post_id: int):
     """Approve a draft: its rows are queued at once."""
-    return _transition(post_id, approve_post, "Approved")
+    return _transition(post_id, approve_post, "Approved", role=viewer().role)
 
 
 @bp.post("/posts/<int:post_id>/unapprove")
@@ -225,12 +233,12 @@ def send_now(post_id: int):
     """Send every target (or one) now; a draft is approved first, since the composer offers it to
     people who may approve (a draft sent behind its own back would still look like one)."""
     channel = (request.form.get("channel") or "").strip() or None
-    return _transition(post_id, _approve_and_post_now, "Sending now", channel=channel)
+    return _transition(post_id, _approve_and_post_now, "Sending now", channel=channel, role=viewer().role)
 
 
-def _approve_and_post_now(session, workspace_id: int, post_id: int, *, actor, now, policy, channel=None):
+def _approve_and_post_now(session, workspace_id: int, post_id: int, *, actor, now, policy, channel=None, role=None):
     if get_post(session, workspace_id, post_id, lock=True).status == PostStatus.DRAFT.value:
-        approve_post(session, workspace_id, post_id, actor=actor, now=now, policy=policy)
+        approve_post(session, workspace_id, post_id, actor=actor, now=now, policy=policy, role=role)
     return post_now(session, workspace_id, post_id, channel=channel, actor=actor, now=now, policy=policy)
 
 

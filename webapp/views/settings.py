@@ -93,6 +93,24 @@ def two_factor():
     return redirect(url_for("settings.settings"), code=303)
 
 
+@bp.post("/settings/review")
+@require(Permission.ADMINISTER)
+def review():
+    """Require review of posts (or not), and let authors make review links for outside approvers (or not)."""
+    from models.accounts.workspaces import set_review_settings
+
+    v = viewer()
+    try:
+        with write_session() as session:
+            set_review_settings(session, v.workspace.id, review=(request.form.get("review") or "").strip(),
+                                outside_approval=request.form.get("outside_approval") == "1")
+    except DomainError as error:
+        return render_settings(error=error, status=error.status)
+    flash("Posts now go through review before they are approved." if request.form.get("review") == "required"
+          else "Posts are approved without a review step.", "ok")
+    return redirect(url_for("settings.settings"), code=303)
+
+
 @bp.post("/settings/timezone")
 @require(Permission.ADMINISTER)
 def timezone():
