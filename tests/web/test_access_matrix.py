@@ -86,6 +86,13 @@ LEAST_ROLE = {
     "api_media.create": "marketer", "api_media.update": "marketer", "api_media.delete": "marketer",
     # one's own token; an admin's, anyone's in the workspace (another's is not found)
     "api_tokens.revoke": "member",
+    # review: whoever composes submits; admins and reviewers decide and make links; every member comments
+    "post_review.submit": "marketer", "post_review.request_changes": "review", "post_review.comment": "member",
+    "post_review.make_review_link": "review", "post_review.revoke_review_link": "review",
+    "api_post_review.submit": "marketer", "api_post_review.request_changes": "review",
+    "api_post_review.add_comment_route": "member", "api_post_review.create_link": "review",
+    "api_post_review.revoke_link_route": "review",
+    "settings.review": "admin", "api_workspace.update": "admin",
 }
 PARAMETER_TOKENS = re.compile(r"<[^>]+>")
 # Routes that end what they act on go last, so the routes before them find it still there.
@@ -112,7 +119,8 @@ def plausible_form(ids: dict) -> dict:
             "contact": str(ids["contact_id"]), "post": str(ids["post_id"]), "subject": "Hi", "step_count": "1",
             "channel": "main", "action_type": "send_email", "target_key": "x@example.test", "status": "draft",
             "hours": "4", "recipient": "ops-room", "rule": "channel_failures", "threshold": "20",
-            "delivery-channel_failures": "digest"}
+            "delivery-channel_failures": "digest", "comment": "Say which bakery", "reviewer_name": "Dana",
+            "review": "off"}
 
 
 # A valid body for each API route that takes one (the API refuses fields it does not know); others get none.
@@ -138,6 +146,10 @@ def plausible_json(endpoint: str, ids: dict) -> dict | None:
         "api_works.create": {"name": "Another", "pipeline": "log"},
         "api_work_schedules.put": {"cadence": "weekly"},
         "api_media.update": {"alt": "A green square"},
+        "api_post_review.request_changes": {"comment": "Say which bakery"},
+        "api_post_review.add_comment_route": {"body": "Looks good"},
+        "api_post_review.create_link": {"reviewer_name": "Dana"},
+        "api_workspace.update": {"review": "off"},
     }.get(endpoint)
 
 
@@ -206,7 +218,7 @@ def test_another_workspaces_ids_are_not_found_and_change_nothing(app, world):
             assert changed_tables(before, snapshot(app)) == [], (method, rule.rule)
     # Every id kind a route takes was tried, so the list above cannot quietly shrink.
     assert kinds >= {"action_id", "post_id", "channel_id", "membership_id", "contact_id", "campaign_id",
-                     "enrollment_id", "rule_id", "work_id", "import_id", "alert_id", "destination_id", "media_id"}, kinds
+                     "enrollment_id", "rule_id", "work_id", "import_id", "alert_id", "destination_id", "media_id", "link_id"}, kinds
     report("cross_workspace", requests=len(tried), routes=len({(m, r) for m, r, *_ in tried}), workspaces=2,
            id_kinds=sorted(kinds), server_errors=0)
 

@@ -8,6 +8,7 @@ from models.core.runtime import runtime
 from models.posts.reading import get_post
 from models.posts.review import list_comments, request_changes as request_post_changes, submit_post, add_comment
 from models.posts.review_links import links_of, make_link, revoke_link
+from webapp.api.idempotency import idempotent
 from webapp.api.parsing import json_body
 from webapp.api.serialize import iso
 from webapp.api.spec import errors, json_content, row_id
@@ -89,6 +90,7 @@ def comments(post_id: int):
 
 
 @bp.post("/<int:post_id>/comments")
+@idempotent
 def add_comment_route(post_id: int):
     """Add a comment to the post's thread."""
     caller = api_caller()
@@ -108,6 +110,7 @@ def review_links(post_id: int):
 
 
 @bp.post("/<int:post_id>/review-links")
+@idempotent
 def create_link(post_id: int):
     """Make a review link for a named outside reviewer; its address is shown once."""
     caller = api_caller()
@@ -148,10 +151,16 @@ _LINK = {"type": "object", "required": ["id", "reviewer_name", "expires_at"], "p
 _COMMENT_TEXT = {"type": "string", "minLength": 1, "maxLength": 2000}
 
 
+_IDEMPOTENCY_KEY = {"name": "Idempotency-Key", "in": "header", "required": False,
+                    "schema": {"type": "string", "minLength": 1, "maxLength": 255}}
+
+
 def _op(summary: str, answer: dict, codes: tuple, body: dict | None = None, required: bool = True,
         status: str = "200") -> dict:
     op = {"summary": summary, "responses": {status: {"description": summary, **json_content(answer)},
                                             **errors(*codes)}}
+    if status == "201":
+        op["parameters"] = [_IDEMPOTENCY_KEY]
     if body is not None:
         op["requestBody"] = {"required": required, **json_content(body)}
     return op
