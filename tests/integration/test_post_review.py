@@ -125,7 +125,8 @@ def test_a_post_still_in_review_when_its_time_passes_expires_and_its_author_is_n
     with app.app_context():
         assert expire_posts_once()["posts"] == [post_id]
         assert expire_posts_once()["expired"] == 0  # once
-    assert _post(app, post_id).status == "expired"
+    shown = client.get(f"/api/v1/posts/{post_id}", headers=reviewed.auth("marketer")).json
+    assert (shown["status"], shown["expired_at"]) == ("expired", "2026-06-01T12:31:00Z")
     with app.app_context(), read_session() as session:
         notes = list(session.scalars(select(Notification).where(Notification.subject == f"post:{post_id}")))
     assert [(n.kind, "marketer@acme.test" in n.title) for n in notes] == [("post_expired", True)]

@@ -5,7 +5,6 @@ from flask import Blueprint, jsonify, request
 from models.core.database import db, write_session
 from models.core.errors import Conflict, InvalidInput
 from models.core.runtime import runtime
-from models.posts.reading import get_post
 from models.posts.review import list_comments, request_changes as request_post_changes, submit_post, add_comment
 from models.posts.review_links import links_of, make_link, revoke_link
 from webapp.api.idempotency import idempotent
