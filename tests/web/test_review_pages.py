@@ -68,3 +68,17 @@ def test_a_review_link_decision_is_refused_while_the_browser_holds_the_authors_s
         authors = list(session.scalars(select(PostComment.author).where(PostComment.post_id == post_id,
                                                                          PostComment.kind == "approve")))
     assert authors == ["outside:Dana"]
+
+
+def test_a_reviewer_reads_what_a_marketer_reads_and_is_offered_no_composing(app, world, browser_for):
+    add_member_with_token(app, world, "reviewer")
+    post_id = make_post(app, world, approve=False)
+    reviewer, marketer = browser_for("reviewer"), browser_for("marketer")
+    for path in ("/calendar", f"/posts/{post_id}", "/queue", "/history", "/media", "/campaigns", "/recurring",
+                 "/notifications"):
+        assert (reviewer.get(path).status_code, path) == (marketer.get(path).status_code, path)
+    calendar = reviewer.get("/calendar?date=2026-06-10").get_data(as_text=True)
+    assert 'class="compose"' not in calendar
+    assert 'class="compose"' in marketer.get("/calendar?date=2026-06-10").get_data(as_text=True)
+    assert reviewer.post("/posts", {"body": "Mine", "targets": "main", "date": "2026-06-20",
+                                    "time": "10:00"}).status_code == 403
