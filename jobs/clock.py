@@ -13,12 +13,14 @@ from flask import current_app
 from jobs.tasks import current_dispatcher
 from models.drips.advance import run_drip_advance
 from models.posts.reconciler import run_reconciler
+from models.posts.review import expire_overdue_posts
 from models.recurring.expander import run_expander
 from models.clock.tick import run_recovery, run_tick
 from models.accounts.idempotency import forget_expired
 from models.channels.connections import refresh_connections
 from models.clock.runs import run_recorded
 from models.core.database import write_session
+from models.core.moves import Actor
 from models.core.runtime import runtime
 
 
@@ -33,6 +35,17 @@ def reconcile_once() -> dict:
     """One reconciler pass: every approved post's rows brought in line (see models.reconciler)."""
     rt = runtime()
     return run_reconciler(clock=rt.clock, policy=rt.policy, announce=rt.announce_due)
+
+
+def expire_posts_once() -> dict:
+    """Expire every post still in review past its time, and tell its author (see models.posts.review)."""
+    rt = runtime()
+
+    def one_pass(run_id: int) -> dict:
+        with write_session() as session:
+            return expire_overdue_posts(session, now=rt.now(), actor=Actor.job("expire-posts", run_id)).summary()
+
+    return run_recorded("expire-posts", one_pass, clock=rt.clock)
 
 
 def forget_keys_once() -> dict:

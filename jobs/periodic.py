@@ -69,6 +69,9 @@ CLOCK_JOBS: list[ClockJob] = [
              period=lambda policy: policy.tick_interval),
     ClockJob("reconcile", EVERY_MINUTE, clock.reconcile_once,
              "Keep the queue in step with approved posts: insert, move and withdraw their rows."),
+    ClockJob("expire-posts", EVERY_MINUTE, clock.expire_posts_once,
+             "Expire every post still in review when its time passes, and tell its author; a new time returns it "
+             "to draft."),
     ClockJob("forget-keys", EVERY_HOUR, clock.forget_keys_once,
              "Forget Idempotency-Key records older than the time keys are kept (24 hours by default).", period=HOURLY),
     ClockJob("expand", EVERY_HOUR, clock.expand_once,

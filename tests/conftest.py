@@ -314,6 +314,28 @@ def make_world(app, name: str = "Acme", zone: str = "America/New_York", channel_
         return World(workspace_id=workspace.id, tokens=tokens, users=users, channel="main")
 
 
+def add_member_with_token(app, world: World, role: str, *, email: str | None = None) -> int:
+    """One more member of ``world``'s workspace with ``role`` and a token, filed under the role's name."""
+    from models.accounts.tables import Membership, User, Workspace
+    from models.accounts.tokens import issue_token
+    from models.core.database import write_session
+    from models.core.runtime import runtime
+
+    with app.app_context():
+        now = runtime().now()
+        with write_session() as session:
+            workspace = session.get(Workspace, world.workspace_id)
+            user = User(email=email or f"{role}@{workspace.name.lower()}.test", created_at=now,
+                        password_hash=password_hash(WORLD_PASSWORD))
+            session.add(user)
+            session.flush()
+            session.add(Membership(user_id=user.id, workspace_id=workspace.id, role=role))
+            session.flush()
+            world.tokens[role] = issue_token(session, user, workspace, now)
+            world.users[role] = user.id
+    return world.users[role]
+
+
 @pytest.fixture
 def world(app) -> World:
     return make_world(app)

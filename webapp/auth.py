@@ -7,6 +7,7 @@ from flask import Flask, current_app, g, request, session
 from flask_login import LoginManager, current_user
 
 from models.accounts.sessions import find_live_session, needs_touch, touch_session
+from models.accounts.permissions import can, refusal
 from models.accounts.tables import Role, User, Workspace
 from models.accounts.tables import ApiToken
 from models.accounts.tokens import find_token, needs_touch as token_needs_touch, touch_token
@@ -15,6 +16,7 @@ from models.core.runtime import runtime
 from models.accounts.two_factor import lacks_required_two_factor
 from models.core.errors import DomainError, Forbidden
 from models.core.moves import Actor
+from webapp.api_needs import permission_for
 
 login_manager = LoginManager()
 login_manager.login_view = "pages.login"
@@ -123,6 +125,9 @@ def api_caller() -> ApiCaller:
     role = membership_role(db.session, token.user_id, token.workspace_id)
     if role is None:
         raise Unauthorized("this token's user is no longer a member of its workspace")
+    needed = permission_for(request.method, request.endpoint)
+    if not can(role, needed):
+        raise Forbidden(refusal(needed, "do this"), code="forbidden")
     now = runtime().now()
     if token_needs_touch(token, now):
         with write_session() as writer:

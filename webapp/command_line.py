@@ -27,6 +27,7 @@ COMMANDS = {
     "dispatch-works": "Run one dispatch-works pass now and print its summary as JSON.",
     "drip-advance": "Run one drip-advance pass now and print its summary as JSON.",
     "expand": "Run one expand pass now and print its summary as JSON.",
+    "expire-posts": "Run one expire-posts pass now and print its summary as JSON.",
     "forget-keys": "Run one forget-keys pass now and print its summary as JSON.",
     "limiter": "Flask-Limiter maintenance & utility commands",
     "plugins": "List the plugin registry: the built-in pipelines and every plugin installed through an entry point.",

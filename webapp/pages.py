@@ -4,6 +4,7 @@ from flask import Blueprint, Flask, flash, make_response, redirect, render_templ
 from flask_login import current_user, login_required, login_user, logout_user
 from sqlalchemy import func, select
 
+from models.accounts.permissions import Permission
 from models.accounts.sessions import end_session, start_session
 from models.accounts.two_factor import check_second_factor
 from models.accounts.tables import User, spend_a_password_check
@@ -135,7 +136,7 @@ def index():
         v = viewer()
     except Forbidden:
         return redirect(url_for("account.index"))
-    return redirect(url_for("queue.queue" if v.can("ops") else "calendar.calendar"))
+    return redirect(url_for("queue.queue" if v.can(Permission.OPERATE) else "calendar.calendar"))
 
 
 @bp.post("/workspace")
@@ -170,14 +171,15 @@ def _sign_in_first():
 def init_app(app: Flask) -> None:
     from webapp.views import (
         account, actions, alerts, calendar, campaigns, channels, contacts, drip_public, feeds, health, history,
-        invitations, media, members, notifications, outbox, posts, queue, recurring, settings, works,
+        invitations, media, members, notifications, outbox, post_review, posts, queue, recurring, settings, works,
     )
 
     app.register_blueprint(bp)
     for module in (account, actions, calendar, campaigns, channels, contacts, drip_public, feeds, health, history,
                    invitations, members, outbox, posts, queue, recurring, settings, works, notifications, alerts,
-                   media):
+                   media, post_review):
         app.register_blueprint(module.bp)
+    app.register_blueprint(post_review.public)
 
     @app.context_processor
     def _viewer():

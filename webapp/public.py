@@ -30,6 +30,12 @@ PUBLIC_ROUTES: dict[str, str] = {
     "channels.oauth_callback": "the authorization's state: issued by a Connect, stored hashed, one use, ten minutes, "
                                "and only for the signed-in person who started it; the code is then exchanged with "
                                "its PKCE verifier. A wrong, reused or expired state answers 400 and changes nothing",
+    "post_review_public.page": "a review link's token: 256 random bits, stored as its SHA-256, working only until it is "
+                               "used for a decision, revoked, expired (7 days by default) or the post changes; shows "
+                               "the post and changes nothing. An unknown token answers 404, a spent one 410",
+    "post_review_public.decide": "the same review link's token; a decision uses it up and is refused while the browser "
+                                 "holds the post's author's session; each use is recorded as outside:<name> with "
+                                 "its time and address",
     "media.public_file": "a media link's token: one item's id and an expiry, signed with a key derived from the app's "
                          "secret; an altered or expired one answers 404",
 }

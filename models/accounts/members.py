@@ -42,7 +42,7 @@ def _role(value: str) -> Role:
     try:
         return Role(value)
     except ValueError:
-        raise InvalidInput(f"{value!r} is not a role; one of admin, ops, marketer", field="role") from None
+        raise InvalidInput(f"{value!r} is not a role; one of admin, ops, marketer, reviewer", field="role") from None
 
 
 def _membership(session: Session, workspace_id: int, membership_id: int) -> Membership:

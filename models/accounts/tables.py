@@ -34,18 +34,12 @@ def spend_a_password_hash(password: str) -> None:
 
 
 class Role(str, enum.Enum):
-    """What a member may do in a workspace; each role includes the ones below it."""
+    """A member's role in a workspace; what each may do is the table in :mod:`models.accounts.permissions`."""
 
     MARKETER = "marketer"  # composes, schedules and cancels posts
     OPS = "ops"  # also cancels and reschedules any action
-    ADMIN = "admin"  # also retries failed actions, manages channels and members
-
-    @property
-    def rank(self) -> int:
-        return {"marketer": 0, "ops": 1, "admin": 2}[self.value]
-
-    def allows(self, needed: "Role") -> bool:
-        return self.rank >= needed.rank
+    ADMIN = "admin"  # also retries failed actions, manages channels and members, reviews
+    REVIEWER = "reviewer"  # reads what a marketer reads; approves, requests changes, comments
 
 
 class Workspace(Base):

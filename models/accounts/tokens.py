@@ -14,6 +14,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from models.accounts.members import membership_role
+from models.accounts.permissions import Permission, can
 from models.accounts.tables import ApiToken, Role, User, Workspace
 from models.core.errors import InvalidInput, NotFound
 
@@ -106,7 +107,7 @@ def revoke_token(session: Session, workspace_id: int, token_id: int, *, user_id:
     list either). Revoking a revoked token is a no-op.
     """
     token = session.scalar(select(ApiToken).where(ApiToken.id == token_id, ApiToken.workspace_id == workspace_id))
-    if token is None or (token.user_id != user_id and not role.allows(Role.ADMIN)):
+    if token is None or (token.user_id != user_id and not can(role, Permission.ADMINISTER)):
         raise NotFound(f"no token #{token_id} of yours in this workspace")
     if token.revoked_at is None:
         token.revoked_at, token.revoked_why = now, "revoked"

@@ -6,7 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from models.accounts.tables import Workspace
-from models.core.errors import Conflict, NotFound
+from models.core.errors import Conflict, InvalidInput, NotFound
 from models.core.hooks import Hooks
 from models.core.moves import Actor
 from models.core.policy import Policy
@@ -63,3 +63,21 @@ def preview_zone_change(session: Session, workspace_id: int, zone: str, *, hooks
         return change_workspace_zone(session, workspace_id, zone, hooks=hooks, now=now, actor=actor, policy=policy)
     finally:
         savepoint.rollback()
+
+
+def set_review_settings(session: Session, workspace_id: int, *, review: str | None = None,
+                        outside_approval: bool | None = None) -> Workspace:
+    """Whether posts go through review (``off`` or ``required``), and whether authors may make review links."""
+    workspace = session.get(Workspace, workspace_id)
+    if workspace is None:
+        raise NotFound(f"no workspace #{workspace_id}")
+    if review is not None:
+        if review not in ("off", "required"):
+            raise InvalidInput("review is off or required", field="review", code="bad_choice")
+        workspace.review = review
+    if outside_approval is not None:
+        if not isinstance(outside_approval, bool):
+            raise InvalidInput("outside_approval is true or false", field="outside_approval", code="bad_choice")
+        workspace.outside_approval = outside_approval
+    session.flush()
+    return workspace

@@ -12,6 +12,7 @@ reschedule with 409 ``follows_post``); that is a rule about the row, not the per
 lives with the operation.
 """
 
+from models.accounts.permissions import Permission, can
 from models.accounts.tables import Role
 from models.actions.tables import Origin, ScheduledAction
 from models.core.errors import Forbidden
@@ -25,19 +26,21 @@ def may_cancel(role: Role, user_id: int | None, row: ScheduledAction) -> bool:
     is the wing's, not theirs: only ``person`` rows, and a rule's rows (created as the rule's
     creator's), count as created by someone.
     """
-    return role.allows(Role.OPS) or row.origin == Origin.RECONCILER.value or (
+    if can(role, Permission.OPERATE):
+        return True
+    return can(role, Permission.COMPOSE) and (row.origin == Origin.RECONCILER.value or (
         user_id is not None and row.origin in (Origin.PERSON.value, Origin.RECURRING.value)
-        and row.created_by_id == user_id)
+        and row.created_by_id == user_id))
 
 
 def may_reschedule(role: Role) -> bool:
     """Moving a row in time is an operator's call."""
-    return role.allows(Role.OPS)
+    return can(role, Permission.OPERATE)
 
 
 def may_retry(role: Role) -> bool:
     """Sending a failed row again is the admin's, as the playbook says."""
-    return role.allows(Role.ADMIN)
+    return can(role, Permission.ADMINISTER)
 
 
 def check_may_cancel(role: Role, user_id: int | None, row: ScheduledAction) -> None:

@@ -24,6 +24,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from models.accounts.permissions import Permission, can, refusal
 from models.accounts.tables import Role, Workspace
 from models.actions.tables import CancelKind, ScheduledAction
 from models.channels.tables import Channel
@@ -75,9 +76,9 @@ class DripChange:
     counts: dict = field(default_factory=dict)
 
 
-def _require(role: Role | None, needed: Role, what: str) -> None:
-    if role is not None and not role.allows(needed):
-        raise Forbidden(f"You need the {needed.value} role to {what}.")
+def _require(role: Role | None, needed: Permission, what: str) -> None:
+    if role is not None and not can(role, needed):
+        raise Forbidden(refusal(needed, what))
 
 
 def _conflict_state(kind: str, ident: int, status: str, what: str) -> Conflict:
@@ -284,7 +285,7 @@ def pause_campaign(session: Session, workspace_id: int, campaign_id: int, *, act
 def archive_campaign(session: Session, workspace_id: int, campaign_id: int, *, role: Role | None, actor: Actor,
                      now: datetime) -> DripChange:
     """Finish a campaign for good: its active enrollments exit (``archived``, by the follow-up). Ops only."""
-    _require(role, Role.OPS, "archive a campaign")
+    _require(role, Permission.OPERATE, "archive a campaign")
     campaign = get_campaign(session, workspace_id, campaign_id, lock=True)
     if campaign.status == CampaignStatus.ARCHIVED.value:
         return DripChange(campaign)
@@ -386,7 +387,7 @@ def enroll(session: Session, workspace_id: int, campaign_id: int, contact_id, *,
 def remove_enrollment(session: Session, workspace_id: int, enrollment_id: int, *, role: Role | None, actor: Actor,
                       now: datetime) -> DripChange:
     """Exit an enrollment (``removed``), never delete it; its queued attempt is cancelled at once. Ops only."""
-    _require(role, Role.OPS, "remove an enrollment")
+    _require(role, Permission.OPERATE, "remove an enrollment")
     enrollment = get_enrollment(session, workspace_id, enrollment_id, lock=True)
     if enrollment.status != EnrollmentStatus.ACTIVE.value:
         if enrollment.status == EnrollmentStatus.EXITED.value and enrollment.exit_reason == "removed":

@@ -42,7 +42,7 @@ from sqlalchemy.orm import Session
 
 from models.accounts.workspaces import workspace_zone
 from models.actions.tables import ScheduledAction
-from models.core.errors import DomainError, InvalidInput
+from models.core.errors import DomainError, Forbidden, InvalidInput
 from models.core.moves import Actor
 from models.core.policy import Policy
 from models.core.time_input import parse_clock, parse_day, parse_local_time
@@ -51,6 +51,7 @@ from models.imports.runs import Fate
 from models.posts.checks import check_body, check_media, check_targets, check_wall_time
 from models.posts.operations import approve_post, create_post
 from models.posts.queue import HOLDS_A_SLOT, QUEUE, plan_slot
+from models.posts.review import review_required
 from models.posts.tables import Post, PostStatus
 from models.timing.clock import Clock
 from models.timing.wall_time import WallTimeShift
@@ -244,6 +245,10 @@ class PostImport:
                     change = create_post(session, workspace_id, body=read.body, targets=read.targets,
                                          wall_date=read.wall_date, wall_time=read.wall_time, media=read.media,
                                          from_queue=read.queued, actor=actor, now=now, policy=self.policy)
+                    if self.approve and review_required(session, workspace_id):
+                        # An import's author would approve their own posts: review decides instead.
+                        raise Forbidden("review is required: import these as drafts and submit them",
+                                        code="review_required")
                     if self.approve:
                         approved = approve_post(session, workspace_id, change.post.id, actor=actor, now=now,
                                                 policy=self.policy)

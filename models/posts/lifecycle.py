@@ -2,17 +2,30 @@
 
 ::
 
-    draft ──approve──▶ approved ──publish──▶ published
-      ▲                  │
-      └────unapprove─────┘
-    draft / approved / published ──archive──▶ archived
+    draft ──approve (review off)──────────────────▶ approved ──publish──▶ published
+      │ ▲                                              ▲  │
+      │ └──────────────unapprove──────────────────────┼──┘
+      submit                                          approve (review required: an admin or a reviewer, never the author)
+      ▼                                                │
+    in_review ─────────────────────────────────────────┘
+      │  └──request_changes (with a comment)──▶ draft
+      └──expire (its time passed)──▶ expired ──redraft (a new time)──▶ draft
+    draft / in_review / approved / published / expired ──archive──▶ archived
 
-| move      | from                       | to        | made by                              | stamps                      |
-|-----------|----------------------------|-----------|--------------------------------------|-----------------------------|
-| approve   | draft                      | approved  | a person                             | approved_at                 |
-| unapprove | approved                   | draft     | a person                             | approved_at cleared         |
-| publish   | approved                   | published | the reconciler, once every target's latest row is published | published_at (the last send's time) |
-| archive   | draft, approved, published | archived  | a person (its queued rows are cancelled first) | archived_at       |
+| move            | from                       | to        | made by                              | stamps                      |
+|-----------------|----------------------------|-----------|--------------------------------------|-----------------------------|
+| submit          | draft                      | in_review | a person who composes, while review is required | submitted_at     |
+| request_changes | in_review                  | draft     | an admin or a reviewer, with a comment | submitted_at cleared      |
+| approve         | draft (review off), in_review | approved | a person (review required: an admin or a reviewer, not the author) | approved_at |
+| unapprove       | approved                   | draft     | a person                             | approved_at cleared         |
+| expire          | in_review                  | expired   | the expiry pass, once the post's time has passed | expired_at      |
+| redraft         | expired                    | draft     | a person giving the post a new time  | expired_at, submitted_at cleared |
+| publish         | approved                   | published | the reconciler, once every target's latest row is published | published_at (the last send's time) |
+| archive         | draft, in_review, approved, published, expired | archived | a person (its queued rows are cancelled first) | archived_at |
+
+Which moves a workspace's review setting allows, and who may make them, is
+:mod:`models.posts.review`'s to decide; this module only moves. The words a person gives with
+a review step are the event's reason (and a comment in the post's thread).
 
 Each move is one guarded ``UPDATE posts ... WHERE id = :post_id AND status = :seen``, written
 out below and built once, plus its ``post_events`` row, in the caller's transaction. The
@@ -35,19 +48,28 @@ from models.posts.tables import Post, PostEvent, PostStatus
 
 
 class PostMove(str, enum.Enum):
-    """The four ways a post's status may change."""
+    """The ways a post's status may change."""
 
+    SUBMIT = "submit"
+    REQUEST_CHANGES = "request_changes"
     APPROVE = "approve"
     UNAPPROVE = "unapprove"
+    EXPIRE = "expire"
+    REDRAFT = "redraft"
     PUBLISH = "publish"
     ARCHIVE = "archive"
 
 
 ALLOWED_POST_MOVES: dict[PostMove, tuple[frozenset[PostStatus], PostStatus]] = {
-    PostMove.APPROVE: (frozenset({PostStatus.DRAFT}), PostStatus.APPROVED),
+    PostMove.SUBMIT: (frozenset({PostStatus.DRAFT}), PostStatus.IN_REVIEW),
+    PostMove.REQUEST_CHANGES: (frozenset({PostStatus.IN_REVIEW}), PostStatus.DRAFT),
+    PostMove.APPROVE: (frozenset({PostStatus.DRAFT, PostStatus.IN_REVIEW}), PostStatus.APPROVED),
     PostMove.UNAPPROVE: (frozenset({PostStatus.APPROVED}), PostStatus.DRAFT),
+    PostMove.EXPIRE: (frozenset({PostStatus.IN_REVIEW}), PostStatus.EXPIRED),
+    PostMove.REDRAFT: (frozenset({PostStatus.EXPIRED}), PostStatus.DRAFT),
     PostMove.PUBLISH: (frozenset({PostStatus.APPROVED}), PostStatus.PUBLISHED),
-    PostMove.ARCHIVE: (frozenset({PostStatus.DRAFT, PostStatus.APPROVED, PostStatus.PUBLISHED}), PostStatus.ARCHIVED),
+    PostMove.ARCHIVE: (frozenset({PostStatus.DRAFT, PostStatus.IN_REVIEW, PostStatus.APPROVED, PostStatus.PUBLISHED,
+                                  PostStatus.EXPIRED}), PostStatus.ARCHIVED),
 }
 
 _t = Post.__table__
@@ -62,13 +84,18 @@ def _statement(move: PostMove, **values):
         status=target.value, updated_at=NOW, **values).returning(_c.id)
 
 
+SUBMIT = _statement(PostMove.SUBMIT, submitted_at=NOW)
+REQUEST_CHANGES = _statement(PostMove.REQUEST_CHANGES, submitted_at=None)
 APPROVE = _statement(PostMove.APPROVE, approved_at=NOW)
+EXPIRE = _statement(PostMove.EXPIRE, expired_at=NOW)
+REDRAFT = _statement(PostMove.REDRAFT, expired_at=None, submitted_at=None)
 UNAPPROVE = _statement(PostMove.UNAPPROVE, approved_at=None)
 PUBLISH = _statement(PostMove.PUBLISH, published_at=bindparam("sent_at", type_=UTCDateTime()))
 ARCHIVE = _statement(PostMove.ARCHIVE, archived_at=NOW)
 
-_STATEMENTS = {PostMove.APPROVE: APPROVE, PostMove.UNAPPROVE: UNAPPROVE, PostMove.PUBLISH: PUBLISH,
-               PostMove.ARCHIVE: ARCHIVE}
+_STATEMENTS = {PostMove.SUBMIT: SUBMIT, PostMove.REQUEST_CHANGES: REQUEST_CHANGES, PostMove.APPROVE: APPROVE,
+               PostMove.UNAPPROVE: UNAPPROVE, PostMove.EXPIRE: EXPIRE, PostMove.REDRAFT: REDRAFT,
+               PostMove.PUBLISH: PUBLISH, PostMove.ARCHIVE: ARCHIVE}
 _EVENT = insert(PostEvent.__table__)
 
 
@@ -91,9 +118,34 @@ def record_creation(session: Session, post: Post, *, now: datetime, actor: Actor
     session.execute(_EVENT, _event(post.id, None, post.status, now=now, actor=actor, reason="created"))
 
 
-def approve(session: Session, post: Post, *, now: datetime, actor: Actor) -> Outcome:
-    """draft → approved: the reconciler keeps a row per target from now on."""
-    return _move(session, PostMove.APPROVE, post, now=now, actor=actor, reason="approved")
+def submit(session: Session, post: Post, *, now: datetime, actor: Actor, comment: str | None = None) -> Outcome:
+    """draft → in_review: it waits for a reviewer's decision."""
+    return _move(session, PostMove.SUBMIT, post, now=now, actor=actor, reason=_with("submitted for review", comment))
+
+
+def request_changes(session: Session, post: Post, *, now: datetime, actor: Actor, comment: str) -> Outcome:
+    """in_review → draft: the reviewer asks for changes, and says which."""
+    return _move(session, PostMove.REQUEST_CHANGES, post, now=now, actor=actor,
+                 reason=_with("changes requested", comment))
+
+
+def approve(session: Session, post: Post, *, now: datetime, actor: Actor, comment: str | None = None) -> Outcome:
+    """draft or in_review → approved: the reconciler keeps a row per target from now on."""
+    return _move(session, PostMove.APPROVE, post, now=now, actor=actor, reason=_with("approved", comment))
+
+
+def expire(session: Session, post: Post, *, now: datetime, actor: Actor) -> Outcome:
+    """in_review → expired: its time passed before anyone decided."""
+    return _move(session, PostMove.EXPIRE, post, now=now, actor=actor, reason="its time passed while in review")
+
+
+def redraft(session: Session, post: Post, *, now: datetime, actor: Actor) -> Outcome:
+    """expired → draft: it was given a new time, to be submitted again."""
+    return _move(session, PostMove.REDRAFT, post, now=now, actor=actor, reason="a new time after it expired")
+
+
+def _with(what: str, comment: str | None) -> str:
+    return f"{what}: {comment}" if comment else what
 
 
 def unapprove(session: Session, post: Post, *, now: datetime, actor: Actor) -> Outcome:
@@ -109,5 +161,5 @@ def publish(session: Session, post: Post, *, now: datetime, actor: Actor, sent_a
 
 
 def archive(session: Session, post: Post, *, now: datetime, actor: Actor, reason: str | None = None) -> Outcome:
-    """draft, approved or published → archived: withdrawn for good."""
+    """draft, in_review, approved, published or expired → archived: withdrawn for good."""
     return _move(session, PostMove.ARCHIVE, post, now=now, actor=actor, reason=reason or "archived")

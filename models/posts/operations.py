@@ -29,6 +29,7 @@ from models.posts import lifecycle as post_lifecycle
 from models.posts.access import check_may_move_post
 from models.posts.checks import check_content, check_targets, check_texts, check_wall_time
 from models.posts.reconciler import reconcile_post
+from models.posts.review import CommentKind, check_may_approve, record_step
 from models.posts.reading import get_post, post_payload, post_rows, post_targets
 from models.posts.tables import ACTION_TYPE, TERMINAL_POST_STATUSES, Post, PostStatus, PostTarget
 from models.posts.threads import check_first_comment, check_thread, follow_up_rows
@@ -156,9 +157,17 @@ def update_post(
     post.revision += 1
     post.updated_at = now
     session.flush()
+    if wall_date is not None:
+        redraft_if_expired(session, post, actor=actor, now=now)
     change = _reconcile(session, post, actor=actor, now=now, policy=policy)
     change.note = note
     return change
+
+
+def redraft_if_expired(session: Session, post: Post, *, actor: Actor, now: datetime) -> None:
+    """A new time returns an expired post to draft, to be submitted again (see models.posts.review)."""
+    if post.status == PostStatus.EXPIRED.value:
+        _moved(post_lifecycle.redraft(session, post, now=now, actor=actor), "it cannot return to draft")
 
 
 @dataclass(frozen=True)
@@ -321,17 +330,27 @@ def _moved(outcome, what: str) -> Post:
 
 
 def approve_post(
-    session: Session, workspace_id: int, post_id: int, *, actor: Actor, now: datetime, policy: Policy
+    session: Session, workspace_id: int, post_id: int, *, actor: Actor, now: datetime, policy: Policy,
+    role: Role | None = None, comment: str | None = None, address: str | None = None,
 ) -> PostChange:
-    """draft → approved, and its rows are queued at once. Approving an approved post changes nothing."""
+    """draft (or in_review) → approved, and its rows are queued at once. Approving an approved post changes nothing.
+
+    With ``role``, the review rules apply (:func:`models.posts.review.check_may_approve`); an outside
+    reviewer's approval comes with its link already checked.
+    """
     post = get_post(session, workspace_id, post_id, lock=True)
     _refuse_if_terminal(post, "it cannot be approved")
     if post.status == PostStatus.APPROVED.value:
         return PostChange(post)
+    if role is not None:
+        check_may_approve(session, post, role, actor)
+    reviewed = post.status == PostStatus.IN_REVIEW.value
     channels = post_targets(session, post.id)
     check_texts(post.body, post.variants, channels)
     resolved = check_wall_time(post.wall_date, post.wall_time, workspace_zone(session, workspace_id), now, policy)
-    _moved(post_lifecycle.approve(session, post, now=now, actor=actor), "it cannot be approved")
+    _moved(post_lifecycle.approve(session, post, now=now, actor=actor, comment=comment), "it cannot be approved")
+    if reviewed or comment:
+        record_step(session, post, kind=CommentKind.APPROVE, actor=actor, body=comment, now=now, address=address)
     change = _reconcile(session, post, actor=actor, now=now, policy=policy)
     change.note = resolved.note
     return change

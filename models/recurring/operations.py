@@ -28,6 +28,7 @@ from datetime import datetime
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
+from models.accounts.permissions import Permission, can
 from models.accounts.tables import Role
 from models.accounts.workspaces import workspace_zone
 from models.actions.guard import DuplicateActiveAction, PublishGuardViolation
@@ -59,7 +60,7 @@ class RuleChange:
 
 def may_end(role: Role) -> bool:
     """Ending a rule for good is an operator's call; marketers pause."""
-    return role.allows(Role.OPS)
+    return can(role, Permission.OPERATE)
 
 
 def check_may_end(role: Role) -> None:

@@ -7,18 +7,19 @@
 | where the workspace's notifications are sent                        | admins           |
 """
 
+from models.accounts.permissions import Permission, can
 from models.accounts.tables import Role
 from models.core.errors import Forbidden
 
 
 def may_edit_works(role: Role) -> bool:
     """Work edit rights: an operator's call (a marketer may read)."""
-    return role.allows(Role.OPS)
+    return can(role, Permission.OPERATE)
 
 
 def may_set_notifications(role: Role) -> bool:
     """Where notifications go is a workspace setting: the admin's."""
-    return role.allows(Role.ADMIN)
+    return can(role, Permission.ADMINISTER)
 
 
 def check_may_edit_works(role: Role) -> None:

@@ -147,3 +147,13 @@ def test_max_attempts_above_five_stops_every_process_at_start_naming_it(database
     web = subprocess.run([sys.executable, "-c", "import wsgi"], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=60)
     assert web.returncode != 0 and "max_attempts is from 1 to 5" in web.stderr
+
+
+def test_user_create_makes_a_reviewer_who_reads_but_composes_nothing(app, world, cli, client):
+    _ok(cli("user", "create", "rita@acme.test", "--workspace", "Acme", "--role", "reviewer", input="long enough pw\n"))
+    token = _ok(cli("token", "create", "rita@acme.test", "--workspace", "Acme")).strip()
+    auth = {"Authorization": f"Bearer {token}"}
+    assert client.get("/api/v1/posts", headers=auth).status_code == 200
+    refused = client.post("/api/v1/posts", headers=auth,
+                          json={"body": "Mine", "targets": ["main"], "local_time": "2026-06-02T09:00"})
+    assert refused.status_code == 403

@@ -243,3 +243,14 @@ def test_a_commit_whose_process_died_is_finished_by_the_next_one_without_doublin
     assert finished.status_code == 200, finished.json
     assert finished.json["created"] == 4 and finished.json["changed"] == []
     assert _count(app, Post) == 4 and _count(app, ScheduledAction, ScheduledAction.status == "queued") == 5
+
+
+def test_while_review_is_required_an_import_makes_no_approved_post(app, client, world):
+    assert client.patch("/api/v1/workspace", headers=world.auth("admin"), json={"review": "required"}).status_code == 200
+    data = (HEADER + "Reviewed first,main,2026-06-03,09:00,\n").encode()
+    answer = _upload(client, world, data, query="?status=approved")
+    assert answer.status_code == 201, answer.json
+    assert answer.json["commit"]["created"] == 0, answer.json
+    assert _count(app, Post) == 0
+    drafts = _upload(client, world, data, query="?status=draft")
+    assert drafts.json["commit"]["created"] == 1 and _count(app, Post, Post.status == "draft") == 1

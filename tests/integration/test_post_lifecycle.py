@@ -26,10 +26,14 @@ def _events(app, post_id) -> list[tuple]:
 def test_the_table_of_post_moves_is_the_posts_state_machine():
     assert {move: (sorted(s.value for s in sources), target.value)
             for move, (sources, target) in ALLOWED_POST_MOVES.items()} == {
-        PostMove.APPROVE: (["draft"], "approved"),
+        PostMove.SUBMIT: (["draft"], "in_review"),
+        PostMove.REQUEST_CHANGES: (["in_review"], "draft"),
+        PostMove.APPROVE: (["draft", "in_review"], "approved"),
         PostMove.UNAPPROVE: (["approved"], "draft"),
+        PostMove.EXPIRE: (["in_review"], "expired"),
+        PostMove.REDRAFT: (["expired"], "draft"),
         PostMove.PUBLISH: (["approved"], "published"),
-        PostMove.ARCHIVE: (["approved", "draft", "published"], "archived"),
+        PostMove.ARCHIVE: (["approved", "draft", "expired", "in_review", "published"], "archived"),
     }
 
 

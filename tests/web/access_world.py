@@ -42,7 +42,8 @@ def furnish(app, world, tag: str = "a") -> Furnished:
     queued = make_action(app, world, minutes=60, target=f"queued-{tag}@example.test")
     failed = make_action(app, world, minutes=-5, target=f"failed-{tag}@example.test")
     claim_and(app, failed, "failed", message="mailbox unavailable (550)")
-    post = make_post(app, world, body=f"Fresh bread {tag}")
+    post = make_post(app, world, body=f"Fresh bread {tag}", approve=False)
+    link_id = _review_link_then_approve(app, world, post)
     rule = _created(client.post("/api/v1/recurring", headers=marketer, json={
         "action_type": "send_email", "channel": "main", "target_key": f"list-{tag}@example.test",
         "payload": {"subject": "Digest"}, "rrule": "FREQ=DAILY", "starts_local": "2026-06-02T09:00"}), "rule")
@@ -90,11 +91,29 @@ def furnish(app, world, tag: str = "a") -> Furnished:
            "contact_id": contact["id"], "campaign_id": campaign["id"], "enrollment_id": enrollment["id"],
            "rule_id": rule["id"], "work_id": work["id"], "import_id": dry["import_id"], "alert_id": alert_id,
            "destination_id": destination_id, "media_id": media["id"], "token_id": spare_token,
-           "invitation_id": invitation_id}
+           "invitation_id": invitation_id, "link_id": link_id}
     # Every token of the world used once: under the frozen clock their last-used times stay as they are after this.
-    for role in ("admin", "ops", "marketer"):
+    for role in world.tokens:
         _created(client.get("/api/v1/tokens", headers=world.auth(role)), "tokens")
     return Furnished(world=world, ids=ids, extra={"failed": failed, "post_row": rows_of_post(app, world, post)[0].id})
+
+
+def _review_link_then_approve(app, world, post_id: int) -> int:
+    """A review link made by the admin on the draft, which is then approved (the link stays, spent by the change)."""
+    from models.accounts.tables import Role, User
+    from models.core.moves import Actor
+    from models.posts.operations import approve_post
+    from models.posts.review_links import make_link
+
+    with app.app_context():
+        rt = runtime()
+        with write_session() as session:
+            admin = Actor.person(session.get(User, world.users["admin"]))
+            link = make_link(session, world.workspace_id, post_id, reviewer_name="Dana", actor=admin, role=Role.ADMIN,
+                             now=rt.now()).link
+            marketer = Actor.person(session.get(User, world.users["marketer"]))
+            approve_post(session, world.workspace_id, post_id, actor=marketer, now=rt.now(), policy=rt.policy)
+            return link.id
 
 
 def _alert_and_destination(session, world, tag: str) -> tuple[int, int]:

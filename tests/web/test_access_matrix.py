@@ -12,41 +12,45 @@ import re
 
 import pytest
 
-from tests.conftest import make_world
+from tests.conftest import add_member_with_token, make_world
 from tests.web.access_world import BASE_URL, changed_tables, furnish, snapshot
 from tests.web.conftest import HX
 from tests.web.walking import (
     SIGNS_OUT, STATE_CHANGING, SignedIn, concrete, methods_of, parameters_of, reached_the_view, report, walked_rules,
 )
 
-ROLES = ("marketer", "ops", "admin")
-RANK = {role: rank for rank, role in enumerate(ROLES)}
+ROLES = ("marketer", "ops", "admin", "reviewer")
+# Who each line of the table below lets through (models/accounts/permissions.py): marketer, ops and admin each
+# include the one before; a reviewer reads what a marketer reads, approves, reviews and comments, nothing else.
+ALLOWS = {"member": set(ROLES), "marketer": {"marketer", "ops", "admin"}, "ops": {"ops", "admin"},
+          "admin": {"admin"}, "review": {"admin", "reviewer"}}
 
-# The least role each state-changing route needs, written out from docs/dashboard.md's tables ("who may do
-# what": the API keeps the same rules) and the brief's table for minted rows. A new state-changing route fails
-# the matrix until it has a line here.
+# Who may use each state-changing route, written out from docs/dashboard.md's tables ("who may do what": the API
+# keeps the same rules) and the brief's table for minted rows: "member" is every role (one's own account,
+# approving while review is off, comments), "marketer" whoever composes. A new state-changing route fails the
+# matrix until it has a line here.
 LEAST_ROLE = {
     # the front door
-    "pages.login": "anyone", "pages.logout": "marketer", "pages.switch_workspace": "marketer",
+    "pages.login": "anyone", "pages.logout": "member", "pages.switch_workspace": "member",
     # a person's own account: every member may change their password and end their sessions
-    "account.password": "marketer", "account.logout_everywhere": "marketer",
-    "account.create_token": "marketer", "account.revoke_token": "marketer",
-    "account.accept_invitation": "marketer", "account.decline_invitation": "marketer",
+    "account.password": "member", "account.logout_everywhere": "member",
+    "account.create_token": "member", "account.revoke_token": "member",
+    "account.accept_invitation": "member", "account.decline_invitation": "member",
     "members.revoke_invitation": "admin",
-    "account.two_factor_begin": "marketer", "account.two_factor_confirm": "marketer",
-    "account.two_factor_off": "marketer", "account.recovery_codes": "marketer",
+    "account.two_factor_begin": "member", "account.two_factor_confirm": "member",
+    "account.two_factor_off": "member", "account.recovery_codes": "member",
     "pages.two_factor": "anyone", "settings.two_factor": "admin",
     # rows: a marketer cancels post rows and their own; this one was created by nobody in particular
     "actions.cancel": "ops", "actions.reschedule": "ops", "actions.retry": "admin", "actions.post_now": "marketer",
     "calendar.move": "marketer",
     "queue.bulk_cancel": "ops", "queue.bulk_reschedule": "ops", "queue.bulk_retry": "admin",
-    "posts.create": "marketer", "posts.update": "marketer", "posts.approve": "marketer", "posts.unapprove": "marketer",
+    "posts.create": "marketer", "posts.update": "marketer", "posts.approve": "member", "posts.unapprove": "marketer",
     "posts.archive": "marketer", "posts.send_now": "marketer",
     "channels.create": "admin", "channels.update": "admin", "channels.test_send": "admin",
     "channels.connect": "admin", "channels.save_posting_times": "ops",
     "members.add": "admin", "members.role": "admin", "members.remove": "admin",
     "settings.timezone": "admin",
-    "notifications.read": "marketer", "notifications.settings": "admin",
+    "notifications.read": "member", "notifications.settings": "admin",
     "recurring.create": "marketer", "recurring.update": "marketer", "recurring.pause": "marketer",
     "recurring.resume": "marketer", "recurring.run": "marketer", "recurring.end": "ops",
     "campaigns.create": "marketer", "campaigns.update": "marketer", "campaigns.activate": "marketer",
@@ -58,14 +62,14 @@ LEAST_ROLE = {
     "works.save_schedule": "ops",
     "posts.import_upload": "marketer", "posts.import_commit": "marketer",
     # a person's own calendar feed address: every member may make and revoke theirs
-    "feeds.make_feed": "marketer", "feeds.revoke_feed": "marketer",
+    "feeds.make_feed": "member", "feeds.revoke_feed": "member",
     # alerts: ops act on them, admins choose where they go and the rules; each member chooses their own
     "alerts.acknowledge": "ops", "alerts.silence": "ops", "alerts.add_destination": "admin",
-    "alerts.remove_destination": "admin", "alerts.save_rule": "admin", "alerts.save_preferences": "marketer",
+    "alerts.remove_destination": "admin", "alerts.save_rule": "admin", "alerts.save_preferences": "member",
     # the API: the same rules, by bearer token
     "api_actions.create": "marketer", "api_actions.cancel": "ops", "api_actions.reschedule": "ops",
     "api_actions.retry": "admin", "api_channels.put_slots": "ops",
-    "api_posts.create": "marketer", "api_posts.update": "marketer", "api_posts.approve": "marketer",
+    "api_posts.create": "marketer", "api_posts.update": "marketer", "api_posts.approve": "member",
     "api_posts.unapprove": "marketer", "api_posts.archive": "marketer", "api_posts.send_now": "marketer",
     "api_recurring.create": "marketer", "api_recurring.update": "marketer", "api_recurring.pause": "marketer",
     "api_recurring.resume": "marketer", "api_recurring.run": "marketer", "api_recurring.end": "ops",
@@ -81,7 +85,14 @@ LEAST_ROLE = {
     "media.upload": "marketer", "media.describe": "marketer", "media.delete": "marketer",
     "api_media.create": "marketer", "api_media.update": "marketer", "api_media.delete": "marketer",
     # one's own token; an admin's, anyone's in the workspace (another's is not found)
-    "api_tokens.revoke": "marketer",
+    "api_tokens.revoke": "member",
+    # review: whoever composes submits; admins and reviewers decide and make links; every member comments
+    "post_review.submit": "marketer", "post_review.request_changes": "review", "post_review.comment": "member",
+    "post_review.make_review_link": "review", "post_review.revoke_review_link": "review",
+    "api_post_review.submit": "marketer", "api_post_review.request_changes": "review",
+    "api_post_review.add_comment_route": "member", "api_post_review.create_link": "review",
+    "api_post_review.revoke_link_route": "review",
+    "settings.review": "admin", "api_workspace.update": "admin",
 }
 PARAMETER_TOKENS = re.compile(r"<[^>]+>")
 # Routes that end what they act on go last, so the routes before them find it still there.
@@ -108,7 +119,8 @@ def plausible_form(ids: dict) -> dict:
             "contact": str(ids["contact_id"]), "post": str(ids["post_id"]), "subject": "Hi", "step_count": "1",
             "channel": "main", "action_type": "send_email", "target_key": "x@example.test", "status": "draft",
             "hours": "4", "recipient": "ops-room", "rule": "channel_failures", "threshold": "20",
-            "delivery-channel_failures": "digest"}
+            "delivery-channel_failures": "digest", "comment": "Say which bakery", "reviewer_name": "Dana",
+            "review": "off"}
 
 
 # A valid body for each API route that takes one (the API refuses fields it does not know); others get none.
@@ -135,6 +147,10 @@ def plausible_json(endpoint: str, ids: dict) -> dict | None:
         "api_work_schedules.put": {"cadence": "weekly"},
         "api_media.update": {"alt": "A green square"},
         "api_channels.put_slots": {"slots": [{"days": ["mon"], "time": "09:00"}]},
+        "api_post_review.request_changes": {"comment": "Say which bakery"},
+        "api_post_review.add_comment_route": {"body": "Looks good"},
+        "api_post_review.create_link": {"reviewer_name": "Dana"},
+        "api_workspace.update": {"review": "off"},
     }.get(endpoint)
 
 
@@ -203,7 +219,8 @@ def test_another_workspaces_ids_are_not_found_and_change_nothing(app, world):
             assert changed_tables(before, snapshot(app)) == [], (method, rule.rule)
     # Every id kind a route takes was tried, so the list above cannot quietly shrink.
     assert kinds >= {"action_id", "post_id", "channel_id", "channel_name", "membership_id", "contact_id", "campaign_id",
-                     "enrollment_id", "rule_id", "work_id", "import_id", "alert_id", "destination_id", "media_id"}, kinds
+                     "enrollment_id", "rule_id", "work_id", "import_id", "alert_id", "destination_id", "media_id",
+                     "link_id"}, kinds
     report("cross_workspace", requests=len(tried), routes=len({(m, r) for m, r, *_ in tried}), workspaces=2,
            id_kinds=sorted(kinds), server_errors=0)
 
@@ -226,6 +243,7 @@ def test_every_state_changing_route_under_every_role_is_allowed_or_refused_as_th
     assert not stale, f"role table lines for routes that are gone: {stale}"
     tried = refused = 0
     wrong = []
+    add_member_with_token(app, world, "reviewer")
     sessions = {role: SignedIn(app, role, world) for role in ROLES}
     for role in ROLES:
         mine = furnish(app, world, role)  # each role acts on objects of its own, in their first state
@@ -238,7 +256,7 @@ def test_every_state_changing_route_under_every_role_is_allowed_or_refused_as_th
             api = rule.rule.startswith("/api/")
             browser = sessions[role].fresh()  # signed in afresh: logout cannot end the walk
             url = concrete(rule, ids, action_id=ids[ROW_FOR.get(rule.endpoint, "action_id")])
-            allowed = RANK[role] >= RANK[least]
+            allowed = role in ALLOWS[least]
             if not allowed and before is None:
                 before = snapshot(app)
             answer = _send(browser, world, role, rule, method, url, ids,

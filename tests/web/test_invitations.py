@@ -125,3 +125,14 @@ def test_a_hostile_invitation_link_is_not_found_never_a_500(app, world):
     for name, value in HOSTILE.items():
         answer = client.get("/invitations/" + quote(value, safe="", errors="surrogatepass"))
         assert answer.status_code == 404, (name, answer.status_code)
+
+
+def test_an_invitation_may_offer_the_reviewer_role_and_the_reviewer_joins_with_it(app, world, browser_for):
+    globex = make_world(app, name="Globex", zone="Europe/Paris")
+    admin = browser_for("admin")
+    assert 'value="reviewer"' in text(admin.get("/members"))
+    assert admin.post("/members", {"email": "ops@globex.test", "role": "reviewer"}).status_code == 303
+    them = _signed_in_as(app, world, "ops@globex.test")
+    invitation = re.search(r'action="/account/invitations/(\d+)/accept"', text(them.get("/account"))).group(1)
+    assert them.post(f"/account/invitations/{invitation}/accept").status_code == 303
+    assert _memberships(app, globex.users["ops"])[world.workspace_id] == "reviewer"

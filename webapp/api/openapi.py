@@ -10,11 +10,12 @@ drives the live API with what the document says it accepts.
 
 from flask import Blueprint, jsonify
 
-from webapp.api import actions, channels, drips, media, post_imports, posts, recurring, tokens, works
+from webapp.api import (actions, channels, drips, media, post_imports, post_review, posts, recurring, tokens, works,
+                        workspace)
 from webapp.api.spec import ERROR, RESPONSES
 
 bp = Blueprint("api_openapi", __name__, url_prefix="/api/v1")
-API_MODULES = (actions, channels, posts, post_imports, recurring, works, drips, media, tokens)
+API_MODULES = (actions, channels, posts, post_imports, post_review, recurring, works, drips, media, tokens, workspace)
 
 
 def document() -> dict:

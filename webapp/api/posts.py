@@ -1,6 +1,7 @@
 """``/api/v1/posts``: compose, list, inspect, edit, approve, unapprove, archive and Post now."""
 
 from datetime import date, time
+from functools import partial
 
 from flask import Blueprint, jsonify, request
 
@@ -86,7 +87,9 @@ def post_json(session, post: Post, zone: str, *, rows=None, actions: bool = Fals
         "revision": post.revision,
         "created_at": iso(post.created_at),
         "updated_at": iso(post.updated_at),
+        "submitted_at": iso(post.submitted_at),
         "approved_at": iso(post.approved_at),
+        "expired_at": iso(post.expired_at),
         "published_at": iso(post.published_at),
         "archived_at": iso(post.archived_at),
     }
@@ -282,8 +285,8 @@ def _transition(post_id: int, operation):
 
 @bp.post("/<int:post_id>/approve")
 def approve(post_id: int):
-    """Approve a draft: its rows are queued at once."""
-    return _transition(post_id, approve_post)
+    """Approve a draft (or, while review is required, a post in review): its rows are queued at once."""
+    return _transition(post_id, partial(approve_post, role=api_caller().role))
 
 
 @bp.post("/<int:post_id>/unapprove")
@@ -380,7 +383,9 @@ OPENAPI = {
                 "revision": {"type": "integer"},
                 "created_at": _INSTANT,
                 "updated_at": _INSTANT,
+                "submitted_at": _MAYBE_INSTANT,
                 "approved_at": _MAYBE_INSTANT,
+                "expired_at": _MAYBE_INSTANT,
                 "published_at": _MAYBE_INSTANT,
                 "archived_at": _MAYBE_INSTANT,
                 "thread": {"type": "array", "items": {"$ref": "#/components/schemas/PostItem"}},

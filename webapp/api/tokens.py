@@ -10,7 +10,8 @@ A token is made by ``tickwork token create`` or on the dashboard's Account page,
 
 from flask import Blueprint, jsonify
 
-from models.accounts.tables import ApiToken, Role
+from models.accounts.permissions import Permission, can
+from models.accounts.tables import ApiToken
 from models.accounts.tokens import list_tokens, revoke_token, token_state
 from models.core.database import db, write_session
 from models.core.runtime import runtime
@@ -32,7 +33,7 @@ def token_json(token: ApiToken, *, now, current_id: int | None = None) -> dict:
 def index():
     """The caller's tokens in the workspace (an admin's list holds every member's), newest first."""
     caller = api_caller()
-    mine = None if caller.role.allows(Role.ADMIN) else caller.user.id
+    mine = None if can(caller.role, Permission.ADMINISTER) else caller.user.id
     now = runtime().now()
     tokens = list_tokens(db.session, caller.workspace.id, user_id=mine)
     return jsonify({"tokens": [token_json(t, now=now, current_id=caller.token_id) for t in tokens]})

@@ -15,6 +15,7 @@ from flask import Blueprint, abort, current_app, flash, redirect, render_templat
 from flask_login import login_required
 from sqlalchemy import select
 
+from models.accounts.permissions import Permission
 from models.actions.access import check_may_reschedule, may_cancel, may_reschedule, may_retry
 from models.actions.reading import action_events, events_by_action, get_action, rescheduled_to
 from models.actions.scheduling import cancel_action, reschedule_action, retry_action
@@ -26,7 +27,7 @@ from models.core.runtime import runtime
 from models.retention.reading import archived_action
 from models.core.time_input import parse_clock, parse_day, resolve_typed
 from webapp.redirects import same_site_path
-from webapp.views.context import Viewer, is_htmx, render_page, viewer
+from webapp.views.context import Viewer, is_htmx, render_page, require, viewer
 from webapp.views.posts import post_url
 from webapp.views.wording import failure_reason, refusal_message
 
@@ -217,7 +218,7 @@ def retry(action_id: int):
 
 
 @bp.post("/actions/<int:action_id>/post-now")
-@login_required
+@require(Permission.COMPOSE)
 def post_now(action_id: int):
     """Send this target of the row's post now: the queued row is replaced by one due now."""
     from models.posts.tables import post_id_of

@@ -5,7 +5,8 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from sqlalchemy import select
 
-from models.accounts.tables import Role, User
+from models.accounts.permissions import Permission
+from models.accounts.tables import User
 from models.alerts import operations
 from models.alerts.delivery import destinations
 from models.alerts.evaluation import Settings
@@ -15,7 +16,7 @@ from models.channels.tables import Channel
 from models.core.database import db, write_session
 from models.core.errors import DomainError, Forbidden
 from models.core.runtime import runtime
-from webapp.views.context import is_htmx, render_page, require_role, viewer
+from webapp.views.context import is_htmx, render_page, require, viewer
 
 bp = Blueprint("alerts", __name__)
 
@@ -56,7 +57,7 @@ def runtime_rules():
 
 
 @bp.get("/alerts")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def index():
     """The workspace's alerts and the instance's, open ones first; destinations, rule settings, my choices."""
     return render_page("alerts/index.html", **_index_context())
@@ -73,7 +74,7 @@ def _alert_context(alert_id: int, error: DomainError | None = None) -> dict:
 
 
 @bp.get("/alerts/<int:alert_id>")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def show(alert_id: int):
     """One alert: when it fired, its figures, what it concerns, who acknowledged or silenced it."""
     return render_page("alerts/alert.html", **_alert_context(alert_id))
@@ -98,7 +99,7 @@ def _alert_move(alert_id: int, move, done: str):
 
 
 @bp.post("/alerts/<int:alert_id>/acknowledge")
-@require_role(Role.OPS)
+@require(Permission.OPERATE)
 def acknowledge(alert_id: int):
     """Acknowledge a firing alert: nothing more is sent until it resolves."""
     return _alert_move(alert_id, lambda session, v: operations.acknowledge_alert(
@@ -106,7 +107,7 @@ def acknowledge(alert_id: int):
 
 
 @bp.post("/alerts/<int:alert_id>/silence")
-@require_role(Role.OPS)
+@require(Permission.OPERATE)
 def silence(alert_id: int):
     """Send no reminder about an open alert for the hours given."""
     return _alert_move(alert_id, lambda session, v: operations.silence_alert(
@@ -127,7 +128,7 @@ def _index_write(write, done: str):
 
 
 @bp.post("/alerts/destinations")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def add_destination():
     """Send the workspace's alerts through one of its channels to a recipient too (optionally a member)."""
     return _index_write(lambda session, v: operations.add_destination(
@@ -136,7 +137,7 @@ def add_destination():
 
 
 @bp.post("/alerts/destinations/<int:destination_id>/remove")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def remove_destination(destination_id: int):
     """Stop sending the workspace's alerts to one destination."""
     return _index_write(lambda session, v: operations.remove_destination(session, v.workspace.id, destination_id),
@@ -144,7 +145,7 @@ def remove_destination(destination_id: int):
 
 
 @bp.post("/alerts/rules")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def save_rule():
     """Set one workspace rule's threshold, window, cooldown, or turn it off."""
     return _index_write(lambda session, v: operations.save_rule_setting(
@@ -155,7 +156,7 @@ def save_rule():
 
 
 @bp.post("/alerts/preferences")
-@require_role(Role.MARKETER)
+@require(Permission.OWN_ACCOUNT)
 def save_preferences():
     """The viewer's own choice, per rule: each alert at once, or only in the daily digest."""
     def write(session, v):

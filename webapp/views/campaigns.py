@@ -13,7 +13,7 @@ from flask_login import login_required
 from sqlalchemy import select
 
 from models.timing.delay import InvalidDelay, parse_delay
-from models.accounts.tables import Role
+from models.accounts.permissions import Permission
 from models.channels.tables import Channel
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput
@@ -44,7 +44,7 @@ from models.imports.runs import commit, dry_run
 from models.timing.send_window import Weekday
 from webapp.drip_runtime import base_url, follow, sending_context
 from webapp.uploads import takes_upload
-from webapp.views.context import is_htmx, render_page, require_role, viewer
+from webapp.views.context import is_htmx, render_page, require, viewer
 
 bp = Blueprint("campaigns", __name__)
 
@@ -196,7 +196,7 @@ def render_editor(campaign=None, *, error: DomainError | None = None, status: in
         context.update(version=version, steps=steps, funnel=funnel(session, campaign.id, len(steps)),
                        enrollments=page, people=contacts_by_id(session, [e.contact_id for e in page]),
                        events=campaign_events(session, campaign.id), needs_base_url=_base_url_warning(kinds),
-                       webhooks=_webhooks(campaign, steps) if v.can(Role.ADMIN) else [])
+                       webhooks=_webhooks(campaign, steps) if v.can(Permission.ADMINISTER) else [])
     else:
         context.update(steps=[])
     context["form"], context["step_rows"] = _form_values(campaign, context["steps"], channels, typed)
@@ -222,7 +222,7 @@ def _webhooks(campaign, steps) -> list[tuple[str, str]]:
 
 
 @bp.get("/campaigns")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def index():
     """Every campaign with its status and per-step funnel."""
     v = viewer()
@@ -235,14 +235,14 @@ def index():
 
 
 @bp.get("/campaigns/new")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def new():
     """A blank campaign editor."""
     return render_editor()
 
 
 @bp.post("/campaigns")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def create():
     """Save a new campaign as a draft."""
     v = viewer()
@@ -258,14 +258,14 @@ def create():
 
 
 @bp.get("/campaigns/<int:campaign_id>")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def detail(campaign_id: int):
     """A campaign: its funnel, its editor, enrolling, its enrollments."""
     return render_editor(get_campaign(db.session, viewer().workspace.id, campaign_id))
 
 
 @bp.post("/campaigns/<int:campaign_id>")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def update(campaign_id: int):
     """Save changes to a campaign and its steps."""
     v = viewer()
@@ -298,28 +298,28 @@ def _move(campaign_id: int, operation, verb: str, **kwargs):
 
 
 @bp.post("/campaigns/<int:campaign_id>/activate")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def activate(campaign_id: int):
     """Activate a draft, or resume a paused campaign."""
     return _move(campaign_id, ops.activate_campaign, "Active.", base_url=base_url())
 
 
 @bp.post("/campaigns/<int:campaign_id>/pause")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def pause(campaign_id: int):
     """Pause: nothing is minted, queued sends are held."""
     return _move(campaign_id, ops.pause_campaign, "Paused.")
 
 
 @bp.post("/campaigns/<int:campaign_id>/archive")
-@require_role(Role.OPS)
+@require(Permission.OPERATE)
 def archive(campaign_id: int):
     """Archive for good: active enrollments end."""
     return _move(campaign_id, ops.archive_campaign, "Archived.", role=viewer().role)
 
 
 @bp.post("/campaigns/preview")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def preview():
     """A step's subject and body rendered for a sample contact, or the template's error."""
     v = viewer()
@@ -353,7 +353,7 @@ def preview():
 
 
 @bp.post("/campaigns/<int:campaign_id>/enrollments")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def enroll(campaign_id: int):
     """Enroll a contact, chosen by id or by email."""
     v = viewer()
@@ -386,7 +386,7 @@ def _contact_from_form(workspace_id: int) -> int:
 
 
 @bp.post("/campaigns/<int:campaign_id>/upload")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 @takes_upload
 def upload(campaign_id: int):
     """A CSV file's dry run: every line's fate, and a button to enroll the accepted ones."""
@@ -406,7 +406,7 @@ def upload(campaign_id: int):
 
 
 @bp.post("/campaigns/<int:campaign_id>/imports/<import_id>/commit")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def commit_upload(campaign_id: int, import_id: str):
     """Enroll exactly the lines the dry run accepted, each re-checked."""
     v = viewer()
@@ -438,7 +438,7 @@ def enrollment(enrollment_id: int):
 
 
 @bp.post("/enrollments/<int:enrollment_id>/remove")
-@require_role(Role.OPS)
+@require(Permission.OPERATE)
 def remove(enrollment_id: int):
     """End an enrollment (removed); its queued send is cancelled."""
     v = viewer()

@@ -6,6 +6,7 @@ from flask import Blueprint, current_app, flash, redirect, render_template, requ
 from flask_login import current_user
 from sqlalchemy import select
 
+from models.accounts.permissions import Permission
 from models.accounts.members import membership_role
 from models.accounts.tables import Role, User
 from models.channels import connections
@@ -23,7 +24,7 @@ from models.channels.providers.http import http_client
 from models.clock.settling import unknown_outcome_rule
 from models.core.runtime import runtime
 from models.core.moves import Actor
-from webapp.views.context import is_htmx, render_page, require_role, viewer
+from webapp.views.context import is_htmx, render_page, require, viewer
 
 bp = Blueprint("channels", __name__)
 
@@ -168,14 +169,14 @@ def _page(channel=None, *, error=None, status=200, result=None):
 
 
 @bp.get("/channels")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def index():
     """The workspace's channels and a form to add one."""
     return _page()
 
 
 @bp.get("/channels/<int:channel_id>")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def edit(channel_id: int):
     """One channel's settings, ready to edit."""
     return _page(_channel(channel_id))
@@ -204,21 +205,21 @@ def _save(channel: Channel | None):
 
 
 @bp.post("/channels")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def create():
     """Add a channel."""
     return _save(None)
 
 
 @bp.post("/channels/<int:channel_id>")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def update(channel_id: int):
     """Change a channel's name, kind, settings or secret."""
     return _save(_channel(channel_id))
 
 
 @bp.get("/posting-times")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def posting_times():
     """Every channel's posting times, where "Add to queue" puts posts; ops and admins edit them."""
     v = viewer()
@@ -229,7 +230,7 @@ def posting_times():
 
 
 @bp.post("/channels/<int:channel_id>/slots")
-@require_role(Role.OPS)
+@require(Permission.OPERATE)
 def save_posting_times(channel_id: int):
     """Replace one channel's posting times."""
     v = viewer()
@@ -255,12 +256,12 @@ def save_posting_times(channel_id: int):
                            errors={channel.id: error}, typed={channel.id: typed}), error.status
     flash(f"Posting times of {channel.name} saved.", "ok")
     back = url_for("channels.edit", channel_id=channel.id) if request.form.get("back") == "channel" and v.can(
-        Role.ADMIN) else url_for("channels.posting_times")
+        Permission.ADMINISTER) else url_for("channels.posting_times")
     return redirect(back, code=303)
 
 
 @bp.post("/channels/<int:channel_id>/test")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def test_send(channel_id: int):
     """Send one test message through the channel's provider and say how it went."""
     v = viewer()
@@ -293,7 +294,7 @@ def test_send(channel_id: int):
 
 
 @bp.post("/channels/<int:channel_id>/connect")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def connect(channel_id: int):
     """Start connecting the channel's account: off to the network's authorization page, with state and PKCE."""
     v = viewer()

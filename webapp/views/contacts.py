@@ -2,7 +2,7 @@
 
 from flask import Blueprint, flash, redirect, request, url_for
 
-from models.accounts.tables import Role
+from models.accounts.permissions import Permission
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput
 from models.core.runtime import runtime
@@ -11,7 +11,7 @@ from models.drips.reading import contact_events, get_contact, list_contacts, lis
 from models.drips.schedule import contact_zone
 from models.drips.tables import Campaign
 from webapp.views.settings import zone_choices
-from webapp.views.context import render_page, require_role, viewer
+from webapp.views.context import render_page, require, viewer
 
 bp = Blueprint("contacts", __name__)
 
@@ -65,14 +65,14 @@ def render_contact(contact, *, error: DomainError | None = None, status: int = 2
 
 
 @bp.get("/contacts")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def index():
     """Contacts, searched by email, phone or name, with a form to add one."""
     return render_list()
 
 
 @bp.post("/contacts")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def create():
     """Add a contact."""
     v = viewer()
@@ -87,14 +87,14 @@ def create():
 
 
 @bp.get("/contacts/<int:contact_id>")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def detail(contact_id: int):
     """A contact: addresses, zone, attributes, status, enrollments, history."""
     return render_contact(get_contact(db.session, viewer().workspace.id, contact_id))
 
 
 @bp.post("/contacts/<int:contact_id>")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def update(contact_id: int):
     """Save a contact's changes; a new zone retimes their waiting steps."""
     v = viewer()
@@ -111,7 +111,7 @@ def update(contact_id: int):
 
 
 @bp.post("/contacts/<int:contact_id>/unsubscribe")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def unsubscribe(contact_id: int):
     """Unsubscribe a contact: their enrollments end and queued sends are cancelled now."""
     v = viewer()

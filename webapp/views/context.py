@@ -12,6 +12,7 @@ from flask import g, request, session
 from flask_login import current_user, login_required
 from sqlalchemy import select
 
+from models.accounts.permissions import Permission, can, refusal
 from models.accounts.tables import Membership, Role, User, Workspace
 from models.core.database import db
 from models.core.errors import Forbidden
@@ -46,8 +47,9 @@ class Viewer:
         """The stored zone when it is no zone at all (written around the checks), for the page's banner."""
         return None if is_known_zone(self.workspace.timezone) else str(self.workspace.timezone)
 
-    def can(self, needed: Role | str) -> bool:
-        return self.role.allows(Role(needed))
+    def can(self, needed: Permission | str) -> bool:
+        """Whether this member holds the permission (templates name it: ``v.can('operate')``)."""
+        return can(self.role, Permission(needed))
 
     def local(self, instant: datetime | None) -> datetime | None:
         return None if instant is None else to_local(instant, self.zone)
@@ -94,18 +96,18 @@ def viewer() -> Viewer:
     return g.viewer
 
 
-def require_role(needed: Role):
-    """Decorator: a signed-in member with at least ``needed`` in the current workspace."""
+def require(needed: Permission):
+    """Decorator: a signed-in member whose role holds ``needed`` in the current workspace."""
 
     def decorate(view):
         @wraps(view)
         @login_required
         def wrapper(*args, **kwargs):
             if not viewer().can(needed):
-                raise Forbidden(f"You need the {needed.value} role for this.", code="forbidden")
+                raise Forbidden(refusal(needed, "do this"), code="forbidden")
             return view(*args, **kwargs)
 
-        wrapper.required_role = needed
+        wrapper.required_permission = needed
         return wrapper
 
     return decorate

@@ -10,13 +10,13 @@ from jobs.alerts import database_path
 from jobs.periodic import CLOCK_JOBS, clock_job_periods
 from models.alerts.metrics import alert_metrics
 from models.alerts.operations import list_alerts
-from models.accounts.tables import Role
+from models.accounts.permissions import Permission
 from models.core.database import db
 from models.core.runtime import runtime
 from models.overview.channel_health import channels_needing_reconnect
 from models.overview.health import clock_health, last_hour_lateness, read_trends
 from webapp.views.wording import summary_sentence
-from webapp.views.context import is_htmx, require_role, viewer
+from webapp.views.context import is_htmx, require, viewer
 from webapp.views.trends import SPANS, trend_views
 
 bp = Blueprint("health", __name__)
@@ -33,7 +33,7 @@ def _iso(value):
 
 
 @bp.get("/health")
-@require_role(Role.OPS)
+@require(Permission.OPERATE)
 def health():
     """Each clock job's state, backlog, lateness, heartbeats, a stale-tick warning; the page adds the trends."""
     v = viewer()

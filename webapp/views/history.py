@@ -2,16 +2,16 @@
 
 from flask import Blueprint, current_app, render_template, request
 
-from models.accounts.tables import Role
+from models.accounts.permissions import Permission
 from models.core.database import db
 from models.retention.reading import archive_files, search_history
-from webapp.views.context import is_htmx, require_role, viewer
+from webapp.views.context import is_htmx, require, viewer
 
 bp = Blueprint("history", __name__)
 
 
 @bp.get("/history")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def history():
     """Search the workspace's archived actions; with no query, say where the archives are."""
     v = viewer()

@@ -8,7 +8,7 @@ import io
 from flask import Blueprint, Response, flash, redirect, request, url_for
 from PIL import Image
 
-from models.accounts.tables import Role
+from models.accounts.permissions import Permission
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput, NotFound
 from models.core.runtime import runtime
@@ -18,7 +18,7 @@ from models.media.settings import media_settings
 from models.media.tables import Media
 from webapp.api.media import file_answer
 from webapp.uploads import takes_media_upload
-from webapp.views.context import render_page, require_role, viewer
+from webapp.views.context import render_page, require, viewer
 
 bp = Blueprint("media", __name__)
 
@@ -35,14 +35,14 @@ def _render(error: DomainError | None = None, status: int = 200):
 
 
 @bp.get("/media")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def index():
     """The workspace's media library, newest first."""
     return _render()
 
 
 @bp.post("/media")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 @takes_media_upload
 def upload():
     """Add the dropped or picked files; each is checked by its content, and stored without EXIF or GPS data."""
@@ -74,7 +74,7 @@ def upload():
 
 
 @bp.get("/media/<int:media_id>/file")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def file(media_id: int):
     """An item's bytes (its thumbnail on this page)."""
     return file_answer(get_media(db.session, viewer().workspace.id, media_id))
@@ -104,7 +104,7 @@ def public_file(token: str):
 
 
 @bp.post("/media/<int:media_id>/alt")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def describe(media_id: int):
     """Change an item's alt text."""
     v = viewer()
@@ -118,7 +118,7 @@ def describe(media_id: int):
 
 
 @bp.post("/media/<int:media_id>/delete")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def delete(media_id: int):
     """Remove an item; refused while a post that is not archived uses it."""
     v = viewer()

@@ -6,13 +6,14 @@ whether or not the email has an account here, and the person joins only by accep
 
 from flask import Blueprint, flash, redirect, request, url_for
 
+from models.accounts.permissions import Permission
 from models.accounts.tables import Role
 from models.core.database import db, write_session
 from models.core.errors import DomainError
 from models.accounts import invitations
 from models.accounts.members import change_role, list_members, remove_member
 from models.core.runtime import runtime
-from webapp.views.context import render_page, require_role, viewer
+from webapp.views.context import render_page, require, viewer
 
 bp = Blueprint("members", __name__)
 
@@ -28,7 +29,7 @@ def _page(*, error: DomainError | None = None, status: int = 200):
 
 
 @bp.get("/members")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def index():
     """The workspace's members and their roles."""
     return _page()
@@ -45,7 +46,7 @@ def _change(operation, done: str):
 
 
 @bp.post("/members")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def add():
     """Invite a person to the workspace; they join when they accept (the same answer whoever they are)."""
     v = viewer()
@@ -62,7 +63,7 @@ def add():
 
 
 @bp.post("/members/invitations/<int:invitation_id>/revoke")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def revoke_invitation(invitation_id: int):
     """Withdraw a pending invitation: its link and its offer stop working."""
     v = viewer()
@@ -72,7 +73,7 @@ def revoke_invitation(invitation_id: int):
 
 
 @bp.post("/members/<int:membership_id>/role")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def role(membership_id: int):
     """Give a member another role."""
     v = viewer()
@@ -84,7 +85,7 @@ def role(membership_id: int):
 
 
 @bp.post("/members/<int:membership_id>/remove")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def remove(membership_id: int):
     """Take a person out of the workspace."""
     v = viewer()

@@ -5,14 +5,14 @@ from flask_login import current_user
 from sqlalchemy import select
 
 from jobs.works import works_context
-from models.accounts.tables import Role
+from models.accounts.permissions import Permission
 from models.channels.tables import Channel
 from models.core.database import db, write_session
 from models.core.errors import DomainError, Forbidden
 from models.notifications.inbox import inbox, mark_read, notification_settings, unread_count
 from models.works.access import check_may_set_notifications
 from models.works.notify import save_notification_settings
-from webapp.views.context import is_htmx, render_page, require_role, viewer
+from webapp.views.context import is_htmx, render_page, require, viewer
 
 bp = Blueprint("notifications", __name__)
 
@@ -37,11 +37,11 @@ def _settings_view(*, error: DomainError | None = None, typed=None) -> dict:
     chosen = next((c.name for c in channels if settings and c.id == settings.channel_id), "")
     values = {"channel": typed.get("channel", "") if typed else chosen,
               "recipient": typed.get("recipient", "") if typed else (settings.recipient if settings else "") or ""}
-    return dict(channels=channels, values=values, settings_error=error, is_admin=v.can("admin"))
+    return dict(channels=channels, values=values, settings_error=error, is_admin=v.can(Permission.ADMINISTER))
 
 
 @bp.get("/notifications")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def index():
     """The workspace's notifications, newest first, unread ones marked."""
     v = viewer()
@@ -50,7 +50,7 @@ def index():
 
 
 @bp.post("/notifications/read")
-@require_role(Role.MARKETER)
+@require(Permission.OWN_ACCOUNT)
 def read():
     """Mark one notification (``id``) or all of them read, for the viewer."""
     v = viewer()
@@ -65,14 +65,14 @@ def read():
 
 
 @bp.get("/notifications/settings")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def settings_page():
     """Where notifications are also sent: the notifications page, opened at its settings."""
     return redirect(url_for("notifications.index", _anchor="notification-settings"), code=303)
 
 
 @bp.post("/notifications/settings")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def settings():
     """Send the workspace's notifications through one of its channels, to one recipient (or nowhere)."""
     v = viewer()

@@ -5,13 +5,13 @@ import json
 from flask import Blueprint, render_template, request
 from sqlalchemy import select
 
-from models.accounts.tables import Role
+from models.accounts.permissions import Permission
 from models.channels.outbox import entry_cursor, outbox_entries, read_entry_cursor
 from models.channels.reading import channel_names
 from models.channels.tables import Channel, ChannelKind
 from models.core.database import db
 from models.core.errors import NotFound
-from webapp.views.context import is_htmx, require_role, viewer
+from webapp.views.context import is_htmx, require, viewer
 
 bp = Blueprint("outbox", __name__)
 
@@ -19,7 +19,7 @@ PAGE_SIZE = 50
 
 
 @bp.get("/outbox")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def outbox():
     """The workspace's outbox entries, newest first, for every log channel or one (``?channel=NAME``)."""
     v = viewer()

@@ -7,7 +7,7 @@ Every rule lives in :mod:`models.posts`; these views parse the form, call it, an
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
 
-from models.accounts.tables import Role
+from models.accounts.permissions import Permission
 from models.channels.tables import Channel
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput
@@ -25,7 +25,7 @@ from models.posts.queue import WHENS, plan_slot, shift_queue
 from models.posts.import_csv import MAX_POST_LINES, PostImport
 from models.posts.preview import previews_for
 from webapp.uploads import takes_upload
-from webapp.views.context import is_htmx, render_page, require_role, viewer
+from webapp.views.context import is_htmx, render_page, require, viewer
 
 bp = Blueprint("posts", __name__)
 
@@ -119,7 +119,7 @@ def _typed_values(source) -> dict:
 
 
 @bp.get("/posts/tailoring")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def tailoring():
     """The per-network tabs for the checked targets, keeping what each tab holds."""
     if not is_htmx():
@@ -128,7 +128,7 @@ def tailoring():
 
 
 @bp.get("/posts/previews")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def previews():
     """Each checked target's preview: the account, its own text as its network shows it, its media, its counter."""
     v = viewer()
@@ -169,8 +169,16 @@ def render_composer(post=None, *, error: DomainError | None = None, status: int 
         "posts/composer.html", v=v, post=post, values=values, channels=_channels(v.workspace.id), delivery=delivery,
         follow_ups=follow_ups,
         error=error, note=note, preview=_preview(values.get("date"), values.get("time"), v.zone),
-        fits=_fits(values, v.workspace.id), previews=_previews(values, v.workspace.id),
+        fits=_fits(values, v.workspace.id), previews=_previews(values, v.workspace.id), review=_review_panel(post),
     ), status
+
+
+def _review_panel(post) -> dict | None:
+    if post is None:
+        return None
+    from webapp.views.post_review import review_panel
+
+    return review_panel(post)
 
 
 def _preview(raw_date: str | None, raw_time: str | None, zone: str) -> dict | None:
@@ -183,7 +191,7 @@ def _preview(raw_date: str | None, raw_time: str | None, zone: str) -> dict | No
 
 
 @bp.get("/posts/new")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def new():
     """A blank composer, for the day clicked on the calendar when there is one."""
     try:
@@ -202,7 +210,7 @@ def _fits(values: dict, workspace_id: int):
 
 
 @bp.get("/posts/counts")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def counts():
     """Each checked target's counter: the body counted as its network counts, and the first rule broken."""
     v = viewer()
@@ -213,7 +221,7 @@ def counts():
 
 
 @bp.get("/posts/preview-time")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def preview_time():
     """The resulting instant of the composer's date and time, with any DST note."""
     v = viewer()
@@ -224,7 +232,7 @@ def preview_time():
 
 
 @bp.get("/posts/queue-preview")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def queue_preview():
     """Where "Add to queue" or "Share next" would put the post, and which queued posts would move down."""
     v = viewer()
@@ -246,7 +254,7 @@ def queue_preview():
 
 
 @bp.post("/posts")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def create():
     """Save a new post as a draft, and approve it too when asked."""
     v = viewer()
@@ -265,7 +273,7 @@ def create():
                 shifted = shift_queue(session, v.workspace.id, plan, actor=v.actor, now=rt.now(), policy=rt.policy)
             if request.form.get("intent") == "approve":
                 change = approve_post(session, v.workspace.id, change.post.id, actor=v.actor, now=rt.now(),
-                                      policy=rt.policy)
+                                      policy=rt.policy, role=v.role)
     except DomainError as error:
         return render_composer(error=error, status=error.status)
     rt.announce_due(shifted + change.new_rows)
@@ -283,7 +291,7 @@ def _flash_saved(change, verb: str = "Saved") -> None:
 
 
 @bp.get("/posts/<int:post_id>")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def edit(post_id: int):
     """The composer with a post loaded, its status, and each target's delivery."""
     v = viewer()
@@ -291,7 +299,7 @@ def edit(post_id: int):
 
 
 @bp.post("/posts/<int:post_id>")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def update(post_id: int):
     """Save changes to a post (its rows follow when it is approved)."""
     v = viewer()
@@ -303,7 +311,7 @@ def update(post_id: int):
                                  **fields)
             if request.form.get("intent") == "approve":
                 change = approve_post(session, v.workspace.id, post_id, actor=v.actor, now=rt.now(),
-                                      policy=rt.policy)
+                                      policy=rt.policy, role=v.role)
     except DomainError as error:
         return render_composer(get_post(db.session, v.workspace.id, post_id), error=error, status=error.status)
     rt.announce_due(change.new_rows)
@@ -327,38 +335,38 @@ def _transition(post_id: int, operation, verb: str, **kwargs):
 
 
 @bp.post("/posts/<int:post_id>/approve")
-@require_role(Role.MARKETER)
+@require(Permission.APPROVE)
 def approve(post_id: int):
     """Approve a draft: its rows are queued at once."""
-    return _transition(post_id, approve_post, "Approved")
+    return _transition(post_id, approve_post, "Approved", role=viewer().role)
 
 
 @bp.post("/posts/<int:post_id>/unapprove")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def unapprove(post_id: int):
     """Back to draft: its queued rows are withdrawn."""
     return _transition(post_id, unapprove_post, "Back to draft")
 
 
 @bp.post("/posts/<int:post_id>/archive")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def archive(post_id: int):
     """Archive a post: its queued rows are cancelled at once."""
     return _transition(post_id, archive_post, "Archived")
 
 
 @bp.post("/posts/<int:post_id>/post-now")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def send_now(post_id: int):
     """Send every target (or one) now; a draft is approved first, since the composer offers it to
     people who may approve (a draft sent behind its own back would still look like one)."""
     channel = (request.form.get("channel") or "").strip() or None
-    return _transition(post_id, _approve_and_post_now, "Sending now", channel=channel)
+    return _transition(post_id, _approve_and_post_now, "Sending now", channel=channel, role=viewer().role)
 
 
-def _approve_and_post_now(session, workspace_id: int, post_id: int, *, actor, now, policy, channel=None):
+def _approve_and_post_now(session, workspace_id: int, post_id: int, *, actor, now, policy, channel=None, role=None):
     if get_post(session, workspace_id, post_id, lock=True).status == PostStatus.DRAFT.value:
-        approve_post(session, workspace_id, post_id, actor=actor, now=now, policy=policy)
+        approve_post(session, workspace_id, post_id, actor=actor, now=now, policy=policy, role=role)
     return post_now(session, workspace_id, post_id, channel=channel, actor=actor, now=now, policy=policy)
 
 
@@ -376,14 +384,14 @@ def _import_page(*, report=None, result=None, error: DomainError | None = None, 
 
 
 @bp.get("/posts/import")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def import_form():
     """Upload a CSV file of posts: a dry run first, showing each line's fate."""
     return _import_page()
 
 
 @bp.post("/posts/import")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 @takes_upload
 def import_upload():
     """A CSV file's dry run: every line's fate, and buttons to make the accepted posts as drafts or approved."""
@@ -401,7 +409,7 @@ def import_upload():
 
 
 @bp.post("/posts/imports/<import_id>/commit")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def import_commit(import_id: str):
     """Make exactly the posts the dry run promised, as drafts or approved, each re-checked."""
     v = viewer()

@@ -3,7 +3,7 @@
 from flask import Blueprint, render_template, request
 from flask_login import login_required
 
-from models.accounts.tables import Role
+from models.accounts.permissions import Permission
 from models.actions.filters import action_types, count_actions, find_actions, matching_ids
 from models.actions.tables import Status
 from models.core.database import db, write_session
@@ -16,7 +16,7 @@ from models.channels.reading import channel_names
 from models.clock.pacing import throttled_channels
 from models.core.runtime import runtime
 from webapp.views.actions import row_views
-from webapp.views.context import is_htmx, require_role, viewer
+from webapp.views.context import is_htmx, require, viewer
 from webapp.views.filters import parse_filter
 
 bp = Blueprint("queue", __name__)
@@ -112,14 +112,14 @@ def _bulk(kind: str):
 
 
 @bp.route("/queue/bulk-cancel", methods=["GET", "POST"])
-@require_role(Role.OPS)
+@require(Permission.OPERATE)
 def bulk_cancel():
     """Cancel every queued action matching the filter, after a preview count and a confirmation."""
     return _bulk("cancel")
 
 
 @bp.route("/failures/bulk-retry", methods=["GET", "POST"])
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def bulk_retry():
     """Retry every failed action matching the filter, after a preview count and a confirmation."""
     return _bulk("retry")
@@ -139,7 +139,7 @@ def _shift(source) -> Shift | None:
 
 
 @bp.route("/queue/bulk-reschedule", methods=["GET", "POST"])
-@require_role(Role.OPS)
+@require(Permission.OPERATE)
 def bulk_reschedule():
     """Shift every queued action matching the filter by a duration, or move it to a date, after a preview."""
     v = viewer()

@@ -12,7 +12,7 @@ from datetime import timedelta
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from models.channels.action_types import ACTION_TYPES, channel_action_types
-from models.accounts.tables import Role
+from models.accounts.permissions import Permission
 from models.channels.reading import channel_names
 from models.channels.tables import Channel
 from models.core.database import db, write_session
@@ -42,7 +42,7 @@ from models.recurring.reading import get_rule, list_rules, rule_events, rule_ove
 from models.recurring.tables import Misfire
 from models.timing.recurrence import RecurrenceError
 from models.timing.wall_time import InvalidTimezone
-from webapp.views.context import is_htmx, render_page, require_role, viewer
+from webapp.views.context import is_htmx, render_page, require, viewer
 
 bp = Blueprint("recurring", __name__)
 
@@ -189,7 +189,7 @@ def render_rule(rule, *, values=None, error: DomainError | None = None, status: 
 
 
 @bp.get("/recurring")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def index():
     """The workspace's rules with their status and next occurrence."""
     v = viewer()
@@ -206,14 +206,14 @@ def index():
 
 
 @bp.get("/recurring/new")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def new():
     """A blank rule builder."""
     return render_form()
 
 
 @bp.get("/recurring/preview")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def preview():
     """The next 10 occurrences of the builder's choices, with DST notes (htmx, as the form changes)."""
     if not is_htmx():
@@ -223,7 +223,7 @@ def preview():
 
 
 @bp.post("/recurring")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def create():
     """Save a new rule; its next 14 days are queued at once."""
     v = viewer()
@@ -241,7 +241,7 @@ def create():
 
 
 @bp.get("/recurring/<int:rule_id>")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def detail(rule_id: int):
     """A rule's page."""
     v = viewer()
@@ -249,7 +249,7 @@ def detail(rule_id: int):
 
 
 @bp.post("/recurring/<int:rule_id>")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def update(rule_id: int):
     """Save changes to a rule; its unsent future rows follow at once."""
     v = viewer()
@@ -285,7 +285,7 @@ def _transition(rule_id: int, operation, words, **kwargs):
 
 
 @bp.post("/recurring/<int:rule_id>/pause")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def pause(rule_id: int):
     """Pause a rule, with an optional note; its queued future occurrences are cancelled."""
     return _transition(rule_id, pause_rule, lambda c: f"Paused: {c.counts.get('cancelled', 0)} queued occurrence(s) "
@@ -293,14 +293,14 @@ def pause(rule_id: int):
 
 
 @bp.post("/recurring/<int:rule_id>/resume")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def resume(rule_id: int):
     """Resume a paused rule; the occurrences still ahead are queued again."""
     return _transition(rule_id, resume_rule, lambda c: f"Resumed: {len(c.new_rows)} occurrence(s) queued.")
 
 
 @bp.post("/recurring/<int:rule_id>/end")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def end(rule_id: int):
     """End a rule for good (ops); its queued future occurrences are cancelled."""
     v = viewer()
@@ -309,7 +309,7 @@ def end(rule_id: int):
 
 
 @bp.post("/recurring/<int:rule_id>/run")
-@require_role(Role.MARKETER)
+@require(Permission.COMPOSE)
 def run(rule_id: int):
     """Run Now: one occurrence due now, beside the rule's window."""
     return _transition(rule_id, run_rule_now, lambda c: f"Running now as #{c.new_rows[0].id}.")

@@ -11,13 +11,13 @@ from zoneinfo import ZoneInfo, available_timezones
 
 from flask import Blueprint, flash, redirect, request, url_for
 
-from models.accounts.tables import Role
+from models.accounts.permissions import Permission
 from models.accounts.workspaces import change_workspace_zone, preview_zone_change
 from models.core.database import write_session
 from models.core.errors import DomainError, InvalidInput
 from models.core.runtime import runtime
 from models.timing.wall_time import InvalidTimezone, resolve_wall_time
-from webapp.views.context import render_page, require_role, viewer
+from webapp.views.context import render_page, require, viewer
 
 bp = Blueprint("settings", __name__)
 
@@ -69,14 +69,14 @@ def _typed_zone() -> str:
 
 
 @bp.get("/settings")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def settings():
     """The workspace's settings: its time zone."""
     return render_settings()
 
 
 @bp.post("/settings/two-factor")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def two_factor():
     """Require (or stop requiring) two-factor sign-in of this workspace's admins."""
     from models.accounts.two_factor import set_admins_need_two_factor
@@ -93,8 +93,26 @@ def two_factor():
     return redirect(url_for("settings.settings"), code=303)
 
 
+@bp.post("/settings/review")
+@require(Permission.ADMINISTER)
+def review():
+    """Require review of posts (or not), and let authors make review links for outside approvers (or not)."""
+    from models.accounts.workspaces import set_review_settings
+
+    v = viewer()
+    try:
+        with write_session() as session:
+            set_review_settings(session, v.workspace.id, review=(request.form.get("review") or "").strip(),
+                                outside_approval=request.form.get("outside_approval") == "1")
+    except DomainError as error:
+        return render_settings(error=error, status=error.status)
+    flash("Posts now go through review before they are approved." if request.form.get("review") == "required"
+          else "Posts are approved without a review step.", "ok")
+    return redirect(url_for("settings.settings"), code=303)
+
+
 @bp.post("/settings/timezone")
-@require_role(Role.ADMIN)
+@require(Permission.ADMINISTER)
 def timezone():
     """Preview what a new zone moves (``intent=preview``), or make the change."""
     v = viewer()

@@ -9,7 +9,7 @@ as the schedule card or the run card re-rendered with the refusal written on it.
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from jobs.works import works_context
-from models.accounts.tables import Role
+from models.accounts.permissions import Permission
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput
 from models.timing.cadence import WEEKDAYS, Cadence
@@ -19,7 +19,7 @@ from models.works.plugins import installed_plugins, usable_by_capability
 from models.works.reading import get_work, list_works, runs_of, schedule_of, upcoming_slots, usage_by_month
 from models.works.runs import hand_off_or_release
 from models.works.tables import MAX_FAILURES_BEFORE_PAUSE, PROVIDER_CAPABILITIES, BillingMode
-from webapp.views.context import is_htmx, render_page, require_role, viewer
+from webapp.views.context import is_htmx, render_page, require, viewer
 
 bp = Blueprint("works", __name__)
 
@@ -103,14 +103,14 @@ def render_list(*, error: DomainError | None = None, status: int = 200, typed=No
 
 
 @bp.get("/works")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def index():
     """Every work: generation status, cadence, next run in the workspace's zone, last run, failures."""
     return render_list()
 
 
 @bp.post("/works")
-@require_role(Role.OPS)
+@require(Permission.OPERATE)
 def create():
     """Create a work from the form (name, pipeline, and the webhook's URL)."""
     v = viewer()
@@ -134,7 +134,7 @@ def create():
 
 
 @bp.get("/works/<int:work_id>")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def show(work_id: int):
     """A work: its schedule form, Run Now, pause and resume, and its run history."""
     return render_work(get_work(db.session, viewer().workspace.id, work_id))
@@ -186,7 +186,7 @@ def _save_schedule(work_id: int, **fields):
 
 
 @bp.post("/works/<int:work_id>/schedule")
-@require_role(Role.OPS)
+@require(Permission.OPERATE)
 def save_schedule(work_id: int):
     """Save the schedule form (create or update)."""
     try:
@@ -201,7 +201,7 @@ def save_schedule(work_id: int):
 
 
 @bp.get("/works/<int:work_id>/schedule-form")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def schedule_form(work_id: int):
     """The schedule card with what was typed, after the billing mode changed (off-plan cadences open up)."""
     work = get_work(db.session, viewer().workspace.id, work_id)
@@ -243,21 +243,21 @@ def _preview(work_id: int, form) -> tuple[str | None, DomainError | None]:
 
 
 @bp.post("/works/<int:work_id>/pause")
-@require_role(Role.OPS)
+@require(Permission.OPERATE)
 def pause(work_id: int):
     """Pause the schedule: kept, not run."""
     return _save_schedule(work_id, enable=False)
 
 
 @bp.post("/works/<int:work_id>/resume")
-@require_role(Role.OPS)
+@require(Permission.OPERATE)
 def resume(work_id: int):
     """Resume the schedule: failures reset, the next run read off a new grid from now."""
     return _save_schedule(work_id, enable=True)
 
 
 @bp.get("/works/<int:work_id>/runs")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def runs(work_id: int):
     """The run card alone (it polls itself while a generation is running)."""
     work = get_work(db.session, viewer().workspace.id, work_id)
@@ -267,7 +267,7 @@ def runs(work_id: int):
 
 
 @bp.post("/works/<int:work_id>/run")
-@require_role(Role.OPS)
+@require(Permission.OPERATE)
 def run(work_id: int):
     """Run Now: a generation starts at once (409 while one is running)."""
     v = viewer()
@@ -300,7 +300,7 @@ def run(work_id: int):
 
 
 @bp.post("/works/<int:work_id>/delete")
-@require_role(Role.OPS)
+@require(Permission.OPERATE)
 def delete(work_id: int):
     """Delete the work (soft): its schedule is canceled, its runs and usage kept."""
     v = viewer()
@@ -318,7 +318,7 @@ def delete(work_id: int):
 
 
 @bp.get("/works/plugins")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def plugins():
     """The plugin registry: built-ins and entry-point plugins, broken ones with why."""
     return render_page("works/plugins.html", v=viewer(), plugins=list(installed_plugins().values()),
@@ -326,7 +326,7 @@ def plugins():
 
 
 @bp.get("/works/usage")
-@require_role(Role.MARKETER)
+@require(Permission.READ)
 def usage():
     """Generations billed by use, per month in the workspace's zone."""
     v = viewer()

@@ -1,0 +1,84 @@
+"""The review step on the dashboard: the settings page turns it on, the composer submits, requests changes
+and comments, and a review link's decision is refused while the browser holds the author's session."""
+
+import re
+
+import pytest
+from sqlalchemy import select
+
+from models.core.database import read_session
+from models.posts.tables import Post, PostComment
+from tests.conftest import add_member_with_token
+from tests.web.conftest import make_post
+
+BASE_URL = "https://tickwork.example"
+
+
+@pytest.fixture
+def app_config(app_config):
+    app_config.update(TICKWORK_BASE_URL=BASE_URL)
+    return app_config
+
+
+def _status(app, post_id) -> str:
+    with app.app_context(), read_session() as session:
+        return session.get(Post, post_id).status
+
+
+def _require_review(browser_for) -> None:
+    admin = browser_for("admin")
+    assert admin.post("/settings/review", {"review": "required"}).status_code == 303
+    assert "Required: a post is submitted for review" in admin.get("/settings").get_data(as_text=True)
+
+
+def test_the_composer_submits_then_a_reviewer_requests_changes_with_a_comment_on_the_thread(app, world,
+                                                                                             browser_for):
+    add_member_with_token(app, world, "reviewer")
+    _require_review(browser_for)
+    post_id = make_post(app, world, approve=False)
+    marketer, reviewer = browser_for("marketer"), browser_for("reviewer")
+    page = marketer.get(f"/posts/{post_id}").get_data(as_text=True)
+    assert "Submit for review" in page and "Save and approve" not in page
+    assert marketer.post(f"/posts/{post_id}/submit").status_code == 303
+    assert _status(app, post_id) == "in_review"
+    assert marketer.post(f"/posts/{post_id}/approve").status_code == 403  # only admins and reviewers
+    refused = reviewer.post(f"/posts/{post_id}/request-changes", {"comment": "  "})
+    assert refused.status_code == 422 and _status(app, post_id) == "in_review"
+    assert reviewer.post(f"/posts/{post_id}/request-changes", {"comment": "Name the bakery"}).status_code == 303
+    assert _status(app, post_id) == "draft"
+    assert reviewer.post(f"/posts/{post_id}/comments", {"comment": "Thanks!"}).status_code == 303
+    thread = marketer.get(f"/posts/{post_id}").get_data(as_text=True)
+    assert "requested changes" in thread and "Name the bakery" in thread and "Thanks!" in thread
+
+
+def test_a_review_link_decision_is_refused_while_the_browser_holds_the_authors_session(app, world, browser_for):
+    _require_review(browser_for)
+    post_id = make_post(app, world, approve=False)
+    marketer, admin = browser_for("marketer"), browser_for("admin")
+    marketer.post(f"/posts/{post_id}/submit")
+    made = admin.post(f"/posts/{post_id}/review-links", {"reviewer_name": "Dana"}, follow_redirects=True)
+    path = re.search(rf"{re.escape(BASE_URL)}(/review/[A-Za-z0-9_-]+)", made.get_data(as_text=True)).group(1)
+    refused = marketer.client.post(path, data={"decision": "approve"})
+    assert refused.status_code == 403 and "author" in refused.get_data(as_text=True)
+    assert _status(app, post_id) == "in_review"
+    # The same link, from a browser without the author's session, decides.
+    assert app.test_client().post(path, data={"decision": "approve"}).status_code == 200
+    assert _status(app, post_id) == "approved"
+    with app.app_context(), read_session() as session:
+        authors = list(session.scalars(select(PostComment.author).where(PostComment.post_id == post_id,
+                                                                         PostComment.kind == "approve")))
+    assert authors == ["outside:Dana"]
+
+
+def test_a_reviewer_reads_what_a_marketer_reads_and_is_offered_no_composing(app, world, browser_for):
+    add_member_with_token(app, world, "reviewer")
+    post_id = make_post(app, world, approve=False)
+    reviewer, marketer = browser_for("reviewer"), browser_for("marketer")
+    for path in ("/calendar", f"/posts/{post_id}", "/queue", "/history", "/media", "/campaigns", "/recurring",
+                 "/notifications"):
+        assert (reviewer.get(path).status_code, path) == (marketer.get(path).status_code, path)
+    calendar = reviewer.get("/calendar?date=2026-06-10").get_data(as_text=True)
+    assert 'class="compose"' not in calendar
+    assert 'class="compose"' in marketer.get("/calendar?date=2026-06-10").get_data(as_text=True)
+    assert reviewer.post("/posts", {"body": "Mine", "targets": "main", "date": "2026-06-20",
+                                    "time": "10:00"}).status_code == 403
