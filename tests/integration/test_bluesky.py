@@ -218,7 +218,7 @@ def test_a_wrong_app_password_fails_the_row_asking_to_reconnect(app, pds):
         with read_session() as session:
             action, chan = session.get(ScheduledAction, action_id), session.get(Channel, 1)
             result = send(action, chan, DispatchContext.of(runtime()))
-    assert result.outcome.value == "permanent" and result.reconnect_needed
+    assert result.outcome.value == "permanent" and result.reconnect_needed, result.message
     assert "reconnect" in result.message and "Invalid identifier or password" in result.message
 
 
