@@ -43,6 +43,7 @@ refusal is settled by ``getRecord`` too before it counts.
 
 import hashlib
 import json
+import re
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -362,3 +363,13 @@ def settle(delivery: Delivery, context: SendContext) -> SendResult | None:
                                                 "it is sent again under the same key",
                           asked=f"Bluesky has no post under record key {rkey}")
     return None
+
+
+_RECORD_URI = re.compile(r"at://(did:[a-z]+:[A-Za-z0-9._:%-]{1,200})/app\.bsky\.feed\.post/([A-Za-z0-9._~:-]{1,512})")
+
+
+def post_url(config: dict, provider_id: str) -> str | None:
+    """The post in Bluesky's app: ``https://bsky.app/profile/<did>/post/<rkey>``, read off the record's ``at://`` uri."""
+    uri, _ = record_ref(provider_id)
+    found = _RECORD_URI.fullmatch(uri)
+    return f"https://bsky.app/profile/{found[1]}/post/{found[2]}" if found else None

@@ -87,3 +87,8 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
     return meta_graph.publish_in_two_steps(context, STEPS, base=meta_graph.base_url(config, DEFAULT_URL), user=user,
                                            token=token, media=media, item_form=_item, text=text,
                                            lone_form={"media_type": "TEXT"})
+
+
+def post_url(config: dict, provider_id: str) -> str | None:
+    """None: a Threads post's address carries its shortcode, which the publish answer does not give."""
+    return None
