@@ -170,13 +170,13 @@ def _sign_in_first():
 def init_app(app: Flask) -> None:
     from webapp.views import (
         account, actions, alerts, calendar, campaigns, channels, contacts, drip_public, feeds, health, history,
-        invitations, media, members, notifications, outbox, posts, queue, recurring, settings, works,
+        invitations, media, members, notifications, outbox, post_list, posts, queue, recurring, settings, works,
     )
 
     app.register_blueprint(bp)
     for module in (account, actions, calendar, campaigns, channels, contacts, drip_public, feeds, health, history,
                    invitations, members, outbox, posts, queue, recurring, settings, works, notifications, alerts,
-                   media):
+                   media, post_list):
         app.register_blueprint(module.bp)
 
     @app.context_processor

@@ -166,3 +166,9 @@ def target_state(channel: Channel | None, name: str, latest: ScheduledAction | N
     reason = latest.last_error if latest is not None and status == Status.FAILED.value else None
     return TargetState(channel=name, kind=channel.kind if channel is not None else None, status=status,
                        action_id=latest.id if latest is not None else None, url=url, reason=reason)
+
+
+def link_of(channels: list[Channel], name: str, latest: ScheduledAction | None) -> str | None:
+    """The network's link to what the target ``name`` published (None until then, or where none can be derived)."""
+    channel = next((channel for channel in channels if channel.name == name), None)
+    return target_state(channel, name, latest).url

@@ -8,6 +8,7 @@ from models.core.database import db, write_session
 from models.core.errors import InvalidInput
 from models.posts.tables import Post, PostStatus
 from models.posts.operations import approve_post, archive_post, create_post, post_now, unapprove_post, update_post
+from models.posts.listing import link_of
 from models.posts.reading import (
     delivery_of,
     get_post,
@@ -68,6 +69,7 @@ def post_json(session, post: Post, zone: str, *, rows=None, actions: bool = Fals
                 "status": target.status,
                 "action_id": target.latest.id if target.latest else None,
                 "publish_at": iso(target.latest.publish_at) if target.latest else None,
+                "url": link_of(targets, target.channel, target.latest),
             }
             for target in delivery.targets
         ],
@@ -280,7 +282,10 @@ OPENAPI = {
                                                             "channel": {"type": "string"},
                                                             "status": {"type": "string"},
                                                             "action_id": {"type": ["integer", "null"]},
-                                                            "publish_at": _MAYBE_INSTANT}}},
+                                                            "publish_at": _MAYBE_INSTANT,
+                                                            "url": {"type": ["string", "null"], "description":
+                                                                    "the network's link to the published post, "
+                                                                    "where one can be derived"}}}},
                 "delivery": {"type": "object", "required": ["sent", "total", "label"], "properties": {
                     "sent": {"type": "integer"}, "total": {"type": "integer"}, "label": {"type": "string"}}},
                 "revision": {"type": "integer"},
