@@ -182,7 +182,9 @@ def init_app(app: Flask) -> None:
     @app.context_processor
     def _viewer():
         """Templates see the viewer when someone is signed in and belongs to a workspace."""
-        shared = {"viewer": None, "max_attempts": runtime().policy.max_attempts}
+        shared = {"viewer": None, "max_attempts": runtime().policy.max_attempts,
+                  # How often the queue, failures and health pages refresh themselves (tests shorten it).
+                  "refresh_seconds": app.config.get("DASHBOARD_REFRESH_SECONDS", 15)}
         if current_user.is_authenticated:
             try:
                 shared["viewer"] = viewer()
