@@ -114,3 +114,29 @@ def test_deleting_a_work_asks_in_place_before_it_deletes(live, open_as):
     page.get_by_role("button", name="Yes, delete it").click()
     expect(page).not_to_have_url(re.compile(rf"/works/{work}$"))
     assert page.dialogs == []
+
+
+def test_the_calendar_filters_by_review_state_and_author_and_keeps_them_while_paging(live, open_as):
+    make_post(live.app, live.world, body="Calendar filter: approved bread", day="2026-08-05", at="09:00")
+    make_post(live.app, live.world, body="Calendar filter: draft cakes", day="2026-08-05", at="11:00",
+              approve=False, role="admin")
+    make_post(live.app, live.world, body="Calendar filter: next week's draft", day="2026-08-12", at="11:00",
+              approve=False, role="admin")
+    page = open_as("marketer")
+    page.goto("/calendar?view=week&date=2026-08-03")
+    grid = page.locator(".calendar-grid")
+    expect(grid).to_contain_text("approved bread")
+    page.locator("details.calendar-filter summary").click()
+    page.get_by_label("Review state").select_option("draft")
+    page.get_by_label("Author").select_option(label="admin@acme.test")
+    page.get_by_role("button", name="Filter").click()
+    expect(page).to_have_url(re.compile(r"review=draft"))
+    expect(grid).to_contain_text("draft cakes")
+    expect(grid).not_to_contain_text("approved bread")
+    expect(page.locator("details.calendar-filter summary")).to_contain_text("review draft")
+    page.get_by_role("link", name="Next →").click()
+    expect(page).to_have_url(re.compile(r"date=2026-08-10.*review=draft"))
+    expect(grid).to_contain_text("next week's draft")
+    page.get_by_role("link", name="Show everything").click()
+    expect(page).not_to_have_url(re.compile(r"review="))
+    assert page.dialogs == []
