@@ -171,20 +171,23 @@ def _sign_in_first():
 def init_app(app: Flask) -> None:
     from webapp.views import (
         account, actions, alerts, calendar, campaigns, channels, contacts, drip_public, feeds, health, history,
-        invitations, media, members, notifications, outbox, post_review, posts, queue, recurring, settings, works,
+        invitations, media, members, notifications, outbox, post_list, post_review, posts, queue, recurring, settings,
+        works,
     )
 
     app.register_blueprint(bp)
     for module in (account, actions, calendar, campaigns, channels, contacts, drip_public, feeds, health, history,
                    invitations, members, outbox, posts, queue, recurring, settings, works, notifications, alerts,
-                   media, post_review):
+                   media, post_review, post_list):
         app.register_blueprint(module.bp)
     app.register_blueprint(post_review.public)
 
     @app.context_processor
     def _viewer():
         """Templates see the viewer when someone is signed in and belongs to a workspace."""
-        shared = {"viewer": None, "max_attempts": runtime().policy.max_attempts}
+        shared = {"viewer": None, "max_attempts": runtime().policy.max_attempts,
+                  # How often the queue, failures and health pages refresh themselves (tests shorten it).
+                  "refresh_seconds": app.config.get("DASHBOARD_REFRESH_SECONDS", 15)}
         if current_user.is_authenticated:
             try:
                 shared["viewer"] = viewer()

@@ -36,6 +36,9 @@ class ActionFilter:
     text: str | None = None
     failure_code: str | None = None
     ids: tuple[int, ...] = field(default=())
+    # Further SQL conditions on ``scheduled_actions`` a wing above supplies (the rows of posts by an
+    # author, or in a review state: models/posts/listing.py), so this floor needs no knowledge of them.
+    where: tuple = field(default=(), compare=False)
 
     def with_statuses(self, *statuses: str) -> "ActionFilter":
         return replace(self, statuses=tuple(statuses))
@@ -65,6 +68,7 @@ def _conditions(workspace_id: int, wanted: ActionFilter, *, status: str | None =
         conditions.append(ScheduledAction.failure_code == wanted.failure_code)
     if wanted.ids:
         conditions.append(ScheduledAction.id.in_(wanted.ids))
+    conditions.extend(wanted.where)
     if wanted.text:
         conditions.append(or_(
             ScheduledAction.target_key.icontains(wanted.text, autoescape=True),

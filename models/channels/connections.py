@@ -43,8 +43,8 @@ from sqlalchemy import bindparam, delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from models.channels.providers import PROVIDERS
-from models.channels.providers.oauth import (INSTAGRAM_REFRESH, NO_REFRESH, REFRESH_GRANT, THREADS_REFRESH, OAuthSpec,
-                                             account_from, network_name)
+from models.channels.providers.oauth import (INSTAGRAM_REFRESH, NO_REFRESH, REFRESH_GRANT, THREADS_REFRESH,
+                                             ConnectionFailed, OAuthSpec, account_from, network_name)
 from models.channels.tables import Channel, ChannelEvent, OAuthAuthorization
 from models.core.egress import current_policy, egress_client, egress_transport, literal_address, shown_text
 from models.core.errors import DomainError, InvalidInput
@@ -69,13 +69,6 @@ class AuthorizationRefused(DomainError):
 
     status = 400
     code = "authorization_refused"
-
-
-class ConnectionFailed(DomainError):
-    """The network would not complete the connection (the exchange or the profile failed)."""
-
-    status = 502
-    code = "connection_failed"
 
 
 # -- what a kind declares, and what the operator configured ------------------------------------

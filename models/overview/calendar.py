@@ -49,12 +49,15 @@ def day_bounds(first: date, days: int, zone: str) -> list[datetime]:
 
 
 def lay_out(session: Session, workspace_id: int, first: date, days: int, zone: str,
-            statuses: tuple[str, ...], sources: list[CalendarSource] = (), *, hourly: bool = False) -> list[CalendarDay]:
+            statuses: tuple[str, ...], sources: list[CalendarSource] = (), *, hourly: bool = False,
+            where: tuple = ()) -> list[CalendarDay]:
     """The days from ``first``: per-type counts for all, the rows themselves for quiet days, and
     each day's entries from the wings' calendar ``sources`` (see :mod:`models.core.hooks`).
 
     With ``hourly`` (the week's hour grid), a busy day is counted again per local hour: the rows
-    of its quiet hours are loaded, its busy hours keep counts, so no row is left off the grid."""
+    of its quiet hours are loaded, its busy hours keep counts, so no row is left off the grid.
+
+    ``where`` narrows the rows (and so the counts) by further conditions: the calendar's filters."""
     bounds = day_bounds(first, days, zone)
     calendar = [CalendarDay(first + timedelta(days=n), bounds[n], bounds[n + 1]) for n in range(days)]
     by_day = {day.day: day for day in calendar}
@@ -69,6 +72,7 @@ def lay_out(session: Session, workspace_id: int, first: date, days: int, zone: s
         ScheduledAction.publish_at >= bounds[0],
         ScheduledAction.publish_at < bounds[-1],
         ScheduledAction.status.in_(statuses),
+        *where,
     )
     day_index = case(*[(ScheduledAction.publish_at < bound, n) for n, bound in enumerate(bounds[1:])])
     grouped = session.execute(

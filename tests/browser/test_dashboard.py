@@ -73,6 +73,11 @@ def test_cancel_from_the_queue_rerenders_the_row(open_as, live, screens):
     shot(page, screens, "queue")
     # Each row's buttons are named after their row, so a screen reader tells one Cancel from another.
     row.get_by_role("button", name=f"Cancel #{action_id}, send_email to cancel-me@example.test", exact=True).click()
+    # Cancelling is for good: the first press asks, in place, and only a second one cancels.
+    expect(row.locator(".confirm-note")).to_contain_text("for good? Press again to confirm.")
+    expect(row.locator(".chip")).to_have_text("queued")
+    row.get_by_role("button", name=f"Yes, cancel: Cancel #{action_id}, send_email to cancel-me@example.test",
+                    exact=True).click()
     expect(row.locator(".chip")).to_have_text("cancelled")
     expect(row).to_contain_text("Cancelled.")
     expect(row.get_by_role("button", name=f"Cancel #{action_id}", exact=False)).to_have_count(0)
@@ -113,6 +118,8 @@ def test_retry_is_the_admins_and_hidden_from_a_marketer(open_as, live, screens):
     shot(admin, screens, "failures")
     row = admin.locator(f"#action-{action_id}")
     row.get_by_role("button", name=f"Retry #{action_id}, send_email to retry-me@example.test", exact=True).click()
+    row.get_by_role("button", name=f"Yes, retry: Retry #{action_id}, send_email to retry-me@example.test",
+                    exact=True).click()
     expect(row.locator(".chip")).to_have_text("queued")
     expect(row).to_contain_text("Retried")
 
@@ -139,6 +146,7 @@ def test_typed_markup_executes_nowhere(open_as, live, screens):
     expect(page.locator("dl.facts")).to_contain_text('onerror="window.__pwned = 2')
     row = page.locator(f"#action-{sent}")
     row.get_by_role("button", name="Retry").click()  # an htmx swap carrying the same text
+    row.get_by_role("button", name="Yes, retry").click()
     expect(row.locator(".chip")).to_have_text("queued")
     assert_nothing_ran(page)
 
@@ -238,6 +246,7 @@ def test_error_answers_land_in_the_message_area_not_the_row(open_as, live):
     # A stale token: the 400 is retargeted to #messages; the row stays as it was.
     page.evaluate("""document.body.setAttribute('hx-headers:inherited', '{"X-CSRFToken": "stale"}')""")
     row.get_by_role("button", name="Cancel").click()
+    row.get_by_role("button", name="Yes, cancel").click()
     expect(page.locator("#messages")).to_contain_text("This form has expired")
     expect(row.locator(".chip")).to_have_text("queued")
     expect(page.locator("table.actions")).to_have_count(1)

@@ -39,7 +39,7 @@ def every_kind(live):
 
 
 def pages(k) -> list[str]:
-    navigation = ["/calendar", "/calendar?date=2026-07-15", "/calendar?view=week&date=2026-06-15", "/posts/new", "/recurring", "/campaigns",
+    navigation = ["/calendar", "/calendar?date=2026-07-15", "/calendar?view=week&date=2026-06-15", "/posts/new", "/posts", "/recurring", "/campaigns",
                   "/contacts", "/queue", "/failures", "/works", "/outbox", "/history", "/health", "/channels",
                   "/members", "/settings", "/notifications", "/actions"]
     details = [f"/posts/{k.post}", f"/actions/{k.queued}", f"/actions/{k.failed}", f"/recurring/{k.rule}",
@@ -71,7 +71,9 @@ def test_focus_after_cancel_stays_on_the_replaced_row(live, open_as):
     page.goto("/queue?q=focus-after-cancel")
     cancel = page.locator(f"#action-{row} button", has_text="Cancel")
     cancel.focus()
-    page.keyboard.press("Enter")
+    page.keyboard.press("Enter")  # asks, in place
+    expect(page.locator(f"#action-{row} .confirm-note")).to_be_visible()
+    page.keyboard.press("Enter")  # and cancels
     expect(page.locator(f"#action-{row}")).to_contain_text("cancelled")
     focused = page.evaluate("document.activeElement && (document.activeElement.closest('[id^=action-]') || {}).id")
     assert focused == f"action-{row}", page.evaluate("document.activeElement.outerHTML.slice(0, 200)")

@@ -51,7 +51,7 @@ def test_create_approve_and_show_a_post(client, world):
         "queued", "reconciler", "2026-06-01T14:00:00Z", f"post:{post['id']}")
     shown = client.get(f"/api/v1/posts/{post['id']}", headers=world.auth("ops"))
     assert shown.json["targets"][0] == {"channel": "main", "status": "queued", "action_id": row["id"],
-                                        "publish_at": "2026-06-01T14:00:00Z"}
+                                        "publish_at": "2026-06-01T14:00:00Z", "url": None}
     again = client.post(f"/api/v1/posts/{post['id']}/approve", headers=world.auth("marketer"))
     assert again.status_code == 200 and len(again.json["actions"]) == 1
 

@@ -13,6 +13,7 @@ from models.posts.operations import approve_post, archive_post, create_post, pos
 from models.posts.threads import follow_up_rows, follow_ups_of
 from models.posts.checks import check_targets
 from models.posts.queue import check_when, plan_json, plan_slot, shift_queue
+from models.posts.listing import link_of
 from models.posts.reading import (
     delivery_of,
     get_post,
@@ -78,6 +79,7 @@ def post_json(session, post: Post, zone: str, *, rows=None, actions: bool = Fals
                 "publish_at": iso(target.latest.publish_at) if target.latest else None,
                 **({"follow_ups": follow_ups_of(post, channel, follow_rows)} if follow_rows or post.thread
                    or post.first_comment else {}),
+                "url": link_of(targets, target.channel, target.latest),
             }
             for target, channel in zip(delivery.targets, targets)
         ],
@@ -377,7 +379,10 @@ OPENAPI = {
                                                             "publish_at": _MAYBE_INSTANT,
                                                             "follow_ups": {"type": "array", "items": {
                                                                 "type": "object",
-                                                                "required": ["item", "status"]}}}}},
+                                                                "required": ["item", "status"]}},
+                                                            "url": {"type": ["string", "null"], "description":
+                                                                    "the network's link to the published post, "
+                                                                    "where one can be derived"}}}},
                 "delivery": {"type": "object", "required": ["sent", "total", "label"], "properties": {
                     "sent": {"type": "integer"}, "total": {"type": "integer"}, "label": {"type": "string"}}},
                 "revision": {"type": "integer"},

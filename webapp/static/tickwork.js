@@ -234,3 +234,110 @@ document.addEventListener("htmx:error", function (event) {
     event.preventDefault();
   });
 })();
+
+// Destructive buttons confirm in place, never with a browser dialog: the first press (click or Enter) arms
+// the button ("Yes, cancel", with the question beside it); a second press within a few seconds goes ahead;
+// waiting leaves it as it was. htmx buttons carry hx-confirm (their htmx:confirm is answered here); plain
+// form buttons carry data-confirm.
+(function () {
+  var ARMED_SECONDS = 8;
+
+  function disarm(button) {
+    if (!button.hasAttribute("data-armed")) return;
+    button.removeAttribute("data-armed");
+    button.classList.remove("armed");
+    button.textContent = button.dataset.plainText;
+    if (button.dataset.plainLabel) button.setAttribute("aria-label", button.dataset.plainLabel);
+    var note = button.nextElementSibling;
+    if (note && note.classList.contains("confirm-note")) note.remove();
+  }
+
+  // True when this press goes ahead; else the button is armed and the press stops here.
+  function confirmed(button, question) {
+    if (button.hasAttribute("data-armed")) { disarm(button); return true; }
+    button.setAttribute("data-armed", "");
+    button.classList.add("armed");
+    button.dataset.plainText = button.textContent;
+    var yes = button.getAttribute("data-confirm-text") || "Yes";
+    var label = button.getAttribute("aria-label");
+    if (label) {
+      button.dataset.plainLabel = label;
+      button.setAttribute("aria-label", yes + ": " + label);
+    }
+    button.textContent = yes;
+    var note = document.createElement("span");
+    note.className = "confirm-note";
+    note.setAttribute("role", "status");
+    note.textContent = question + " Press again to confirm.";
+    button.after(note);
+    setTimeout(function () { disarm(button); }, ARMED_SECONDS * 1000);
+    return false;
+  }
+
+  document.addEventListener("htmx:confirm", function (event) {
+    var button = event.target;
+    var question = button.getAttribute && button.getAttribute("hx-confirm");
+    if (!question) return;  // not ours: htmx asks as it would
+    event.preventDefault();
+    if (confirmed(button, question)) event.detail.issueRequest(); else event.detail.dropRequest();
+  });
+
+  document.addEventListener("submit", function (event) {
+    var button = event.submitter;
+    if (!button || !button.hasAttribute("data-confirm")) return;
+    if (!confirmed(button, button.getAttribute("data-confirm"))) event.preventDefault();
+  }, true);
+})();
+
+// Pages that refresh themselves while open (the queue, failures, health): an element with data-refresh
+// polls with htmx and carries an "updated 5 s ago" mark. A refresh waits while a form on the page is being
+// edited (a field has the focus, or holds changes not yet submitted, or a row's own form is open) and
+// while the keyboard's focus is inside the part it would replace; the mark says so.
+(function () {
+  function editing(region) {
+    var active = document.activeElement;
+    if (active && active.matches && active.matches("input, select, textarea")) return true;
+    if (region && active && active !== document.body && region.contains(active)) return true;
+    if (document.querySelector("form[data-edited]")) return true;
+    return !!(region && region.querySelector("form.reschedule"));
+  }
+
+  document.addEventListener("input", function (event) {
+    var form = event.target.form;
+    if (form) form.setAttribute("data-edited", "");
+  });
+  document.addEventListener("submit", function (event) {
+    event.target.removeAttribute("data-edited");
+  });
+
+  document.addEventListener("htmx:before:request", function (event) {
+    var poller = event.target;
+    if (!poller.hasAttribute || !poller.hasAttribute("data-refresh")) return;
+    var region = document.querySelector(poller.getAttribute("hx-target")) || poller;
+    if (editing(region)) {
+      poller.setAttribute("data-paused", "");
+      event.preventDefault();
+    } else {
+      poller.removeAttribute("data-paused");
+    }
+  });
+
+  function words(seconds) {
+    if (seconds < 2) return "updated just now";
+    if (seconds < 60) return "updated " + seconds + " s ago";
+    return "updated " + Math.floor(seconds / 60) + " min ago";
+  }
+
+  function mark() {
+    document.querySelectorAll("[data-refresh] [data-updated-at]").forEach(function (stamp) {
+      var shown = stamp.getAttribute("data-shown-at");
+      if (!shown) { shown = String(Date.now()); stamp.setAttribute("data-shown-at", shown); }
+      var seconds = Math.max(0, Math.round((Date.now() - Number(shown)) / 1000));
+      var paused = stamp.closest("[data-refresh]").hasAttribute("data-paused");
+      stamp.textContent = words(seconds) + (paused ? " · paused while you edit" : "");
+    });
+  }
+  setInterval(mark, 1000);
+  document.addEventListener("htmx:after:settle", mark);
+  document.addEventListener("DOMContentLoaded", mark);
+})();

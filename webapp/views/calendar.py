@@ -26,6 +26,7 @@ from models.core.runtime import runtime
 from models.core.time_input import parse_clock, parse_day
 from models.overview.calendar import BUSY_DAY, how_to_move, lay_out
 from models.posts.access import check_may_move_post, may_move_post
+from models.posts.listing import POST_STATUSES, matching_post_ids, post_authors
 from models.posts.operations import PostMoved, UndoGuard, check_move, move_post
 from models.posts.queue import free_slots
 from models.posts.reading import get_post, posts_by_id
@@ -33,6 +34,7 @@ from models.posts.tables import MAX_ID
 from models.timing.wall_time import to_local
 from webapp.views.context import Viewer, is_htmx, viewer
 from webapp.views.feeds import feed_panel
+from webapp.views.filters import PostFilters, parse_post_filters
 
 bp = Blueprint("calendar", __name__)
 
@@ -42,6 +44,7 @@ ENTRY_LINKS = {"post": ("posts.edit", "post_id"), "rule": ("recurring.detail", "
 # How long the Undo of a move stays on screen (tickwork.js removes it).
 UNDO_SECONDS = 10
 MAX_UNDO_ROWS = 50
+CALENDAR_FILTER_KEYS = ("channel", "author", "review")
 ROW_IDS = re.compile(r"^\d{1,10}(,\d{1,10}){0,49}$")
 
 
@@ -125,8 +128,58 @@ def _entry_chip(entry: CalendarEntry) -> Chip:
                 entry=entry)
 
 
-def calendar_context(v: Viewer, *, view: str, focus: date | None, with_cancelled: bool, notice: dict | None = None):
+@dataclass
+class CalendarFilter:
+    """The calendar's filters: a channel, and the author and review state of the rows' posts."""
+
+    values: dict  # as typed, for the form and the links
+    channel_id: int | None
+    of_posts: PostFilters
+    problem: str | None
+
+    @property
+    def active(self) -> bool:
+        return any(self.values.values())
+
+    @property
+    def query(self) -> str:
+        """The filters as a query string's tail (``&channel=...``), for every link the calendar makes."""
+        pairs = {key: value for key, value in self.values.items() if value}
+        return "&" + urlencode(pairs) if pairs else ""
+
+
+def calendar_filter(args, v: Viewer) -> CalendarFilter:
+    """Read the calendar's filter bar; a bad value is dropped and said in words."""
+    values = {key: (args.get(key) or "").strip()[:200] for key in CALENDAR_FILTER_KEYS}
+    problems = []
+    channel_id = None
+    if values["channel"]:
+        channel_id = next((ident for ident, name in channel_names(db.session, v.workspace.id).items()
+                           if name == values["channel"]), None)
+        if channel_id is None:
+            problems.append(f"No channel named {values['channel']!r}.")
+            values["channel"] = ""
+    of_posts = parse_post_filters(values, v)
+    problems += of_posts.problems
+    return CalendarFilter(values=values, channel_id=channel_id, of_posts=of_posts, problem=" ".join(problems) or None)
+
+
+def _filtered_entries(layout, v: Viewer, filters: CalendarFilter) -> None:
+    """Keep the wings' entries the filters allow: posts that match them; no other kind once a filter is set."""
+    if not filters.active:
+        return
+    post_ids = [entry.ref for day in layout for entry in day.entries if entry.kind == "post"]
+    review = filters.of_posts.review
+    keep = matching_post_ids(db.session, v.workspace.id, post_ids, author_id=filters.of_posts.author_id,
+                             statuses=(review,) if review else (), channel_id=filters.channel_id)
+    for day in layout:
+        day.entries = [entry for entry in day.entries if entry.kind == "post" and entry.ref in keep]
+
+
+def calendar_context(v: Viewer, *, view: str, focus: date | None, with_cancelled: bool, notice: dict | None = None,
+                     filters: CalendarFilter | None = None):
     """Everything the calendar widget shows for ``view`` around ``focus``."""
+    filters = filters or calendar_filter({}, v)
     today = to_local(runtime().now(), v.zone).date()
     focus = focus or today
     statuses = SHOWN + ((Status.CANCELLED.value,) if with_cancelled else ())
@@ -143,8 +196,13 @@ def calendar_context(v: Viewer, *, view: str, focus: date | None, with_cancelled
         prev_date, next_date = first - timedelta(days=7), first + timedelta(days=7)
         last = first + timedelta(days=6)
         title = f"{first:%d %b} – {last:%d %b %Y}"
+    where = [ScheduledAction.channel_id == filters.channel_id] if filters.channel_id is not None else []
+    of_posts = filters.of_posts.condition(v.workspace.id)
+    if of_posts is not None:
+        where.append(of_posts)
     layout = lay_out(db.session, v.workspace.id, first, days, v.zone, statuses, runtime().hooks.calendar_sources,
-                     hourly=view != "month")
+                     hourly=view != "month", where=tuple(where))
+    _filtered_entries(layout, v, filters)
     names = channel_names(db.session, v.workspace.id)
     calendar_days = []
     for laid in layout:
@@ -161,6 +219,8 @@ def calendar_context(v: Viewer, *, view: str, focus: date | None, with_cancelled
         busy_day=BUSY_DAY, weeks=[calendar_days[i:i + 7] for i in range(0, len(calendar_days), 7)],
         posts=posts, can_move=may_move_post(v.role), notice=notice, undo_seconds=UNDO_SECONDS,
         agenda=[day for day in calendar_days if day.chips or day.busy],
+        filters=filters, filter_query=filters.query, channels=sorted(names.values()),
+        authors=post_authors(db.session, v.workspace.id), review_states=POST_STATUSES,
     )
 
 
@@ -194,7 +254,8 @@ def calendar():
     view = "week" if request.args.get("view") == "week" else "month"
     today = to_local(runtime().now(), v.zone).date()
     context = calendar_context(v, view=view, focus=_focus(request.args.get("date"), today),
-                               with_cancelled=request.args.get("cancelled") == "1")
+                               with_cancelled=request.args.get("cancelled") == "1",
+                               filters=calendar_filter(request.args, v))
     if is_htmx():
         return render_template("calendar/_calendar.html", **context)
     return render_template("calendar/calendar.html", feed=feed_panel(v), **context)
@@ -276,7 +337,8 @@ def _render_calendar(v: Viewer, form, notice: dict, status: int):
     view = "week" if form.get("view") == "week" else "month"
     today = to_local(runtime().now(), v.zone).date()
     context = calendar_context(v, view=view, focus=_focus(form.get("focus"), today),
-                               with_cancelled=form.get("cancelled") == "1", notice=notice)
+                               with_cancelled=form.get("cancelled") == "1", notice=notice,
+                               filters=calendar_filter(form, v))
     return render_template("calendar/_calendar.html", **context), status
 
 

@@ -12,8 +12,9 @@ from models.core.database import db
 from models.core.errors import InvalidInput
 from models.actions.reading import read_action_cursor
 from models.core.time_input import parse_day, resolve_typed
+from models.posts.listing import POST_STATUSES, post_authors, rows_of_matching_posts
 
-FILTER_KEYS = ("status", "type", "channel", "from", "to", "q", "reason", "cancelled")
+FILTER_KEYS = ("status", "type", "channel", "from", "to", "q", "reason", "cancelled", "author", "review")
 
 
 @dataclass
@@ -33,6 +34,37 @@ class ParsedFilter:
 def _local_midnight(raw: str, zone: str, field: str, *, plus_days: int = 0):
     """The instant the typed local day (plus ``plus_days``) begins in ``zone``."""
     return resolve_typed(parse_day(raw, field) + timedelta(days=plus_days), time(0, 0), zone, field).instant
+
+
+@dataclass
+class PostFilters:
+    """The author and review state asked of the rows' posts (the queue's and the calendar's filters)."""
+
+    author_id: int | None
+    review: str | None
+    problems: list
+
+    def condition(self, workspace_id: int):
+        """The SQL condition on ``scheduled_actions`` for these, or None when none was asked."""
+        return rows_of_matching_posts(workspace_id, author_id=self.author_id,
+                                      statuses=(self.review,) if self.review else ())
+
+
+def parse_post_filters(values: dict, v) -> PostFilters:
+    """Read ``author`` (a post author's id) and ``review`` (a post status) from ``values``, dropping a bad one."""
+    problems = []
+    author_id = None
+    if values.get("author"):
+        author_id = next((user.id for user in post_authors(db.session, v.workspace.id)
+                          if str(user.id) == values["author"]), None)
+        if author_id is None:
+            problems.append("No such author among this workspace's posts.")
+            values["author"] = ""
+    review = values.get("review") or None
+    if review is not None and review not in POST_STATUSES:
+        problems.append(f"Unknown review state {review!r}.")
+        values["review"], review = "", None
+    return PostFilters(author_id=author_id, review=review, problems=problems)
 
 
 def parse_filter(args, v, *, allowed: tuple[str, ...], default: tuple[str, ...]) -> ParsedFilter:
@@ -73,8 +105,12 @@ def parse_filter(args, v, *, allowed: tuple[str, ...], default: tuple[str, ...])
             after = read_action_cursor(cursor)
         except InvalidInput:
             problems.append("That page link is out of date; showing the first page.")
+    of_posts = parse_post_filters(values, v)
+    problems += of_posts.problems
+    condition = of_posts.condition(v.workspace.id)
     wanted = ActionFilter(
         statuses=statuses, action_type=values["type"] or None, channel_id=channel_id, start=start, end=end,
         text=values["q"] or None, failure_code=values["reason"] or None,
+        where=(condition,) if condition is not None else (),
     )
     return ParsedFilter(wanted=wanted, values=values, after=after, problem=" ".join(problems) or None)

@@ -15,6 +15,7 @@ from models.actions.scheduling import cancel_action, retry_action
 from models.channels.reading import channel_names
 from models.clock.pacing import throttled_channels
 from models.core.runtime import runtime
+from models.posts.listing import POST_STATUSES, post_authors
 from webapp.views.actions import row_views
 from webapp.views.context import is_htmx, require, viewer
 from webapp.views.filters import parse_filter
@@ -54,7 +55,7 @@ def _listing(kind: str):
         next_cursor=action_cursor(page[-1]) if more else None, types=action_types(session, v.workspace.id),
         channels=sorted(channel_names(session, v.workspace.id).values()), statuses=allowed,
         throttled=throttled_channels(session, v.workspace.id, runtime().now()) if kind == "queue" else [],
-        now=runtime().now(),
+        now=runtime().now(), authors=post_authors(session, v.workspace.id), review_states=POST_STATUSES,
     )
     if is_htmx():
         return render_template("queue/_listing_results.html", **context)

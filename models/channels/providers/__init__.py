@@ -13,6 +13,10 @@ Every provider declares what it accepts, ``accepts = Accepts(...)`` (:mod:`.acce
 text limits as the network counts them and its media rules. The check at save, the
 composer's counters and the media prepared at send read that declaration and nothing else.
 
+A network's provider offers ``post_url(config, provider_id)``: the address of a published post
+on that network, built from the id its send returned (None where it cannot be derived); the
+posts page and the API's post answers show it through :func:`post_url`.
+
 A provider that calls out never builds its own client or socket: it sends with
 ``context.http`` (an egress client from :mod:`.http`) or connects with
 :func:`models.core.egress.connect_socket`, so the egress policy checks every connection, and
@@ -51,6 +55,18 @@ def is_local(kind: str) -> bool:
     return kind in PROVIDERS and bool(getattr(PROVIDERS[kind], "local", False))
 
 
+def post_url(kind: str, config: dict | None, provider_id: str | None) -> str | None:
+    """The network's address of what a row published (from its provider id), or None where none can be derived.
+
+    Each network's provider may offer ``post_url(config, provider_id)``; a kind without one, an
+    empty id, or an id its provider does not recognise gives None, never an error.
+    """
+    link = getattr(PROVIDERS.get(kind), "post_url", None)
+    if link is None or not isinstance(provider_id, str) or not provider_id:
+        return None
+    return link(config if isinstance(config, dict) else {}, provider_id)
+
+
 def send_alone(kind: str, delivery: Delivery, context: SendContext) -> SendResult:
     """One delivery outside any dispatch (a channel's test send); a local provider writes in a transaction of its own."""
     provider = provider_for(kind)
@@ -62,4 +78,5 @@ def send_alone(kind: str, delivery: Delivery, context: SendContext) -> SendResul
 
 
 __all__ = ["PROVIDERS", "Accepts", "Delivery", "LocalProvider", "MediaFile", "Provider", "SendContext", "SendOutcome",
-           "SendResult", "accepts_for", "is_local", "provider_for", "send_alone"]
+           "SendResult", "accepts_for", "is_local", "post_url", "provider_for",
+           "send_alone"]

@@ -53,6 +53,7 @@ refusal is settled by ``getRecord`` too before it counts.
 
 import hashlib
 import json
+import re
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -63,6 +64,7 @@ from models.channels.providers import http, link_card
 from models.channels.providers.accepts import JPEG, PNG, UPLOAD, WEBP, Accepts, ImageRule, MediaRules, TextRule
 from models.channels.providers.atproto import facets_of, is_handle, links_in, tid_for
 from models.channels.providers.base import Delivery, SendContext, SendOutcome, SendResult, payload_text
+from models.channels.providers.images import CannotPrepare, prepare_image
 from models.core.egress import check_url, shown_text
 from models.core.errors import InvalidInput
 from models.timing.backoff import MAX_RETRY_AFTER, parse_retry_after
@@ -320,8 +322,6 @@ def lone_link(text: str) -> str | None:
 def _external(delivery: Delivery, context: SendContext, uri: str) -> dict:
     """The lone link's card: the page's own title, description and image (its thumbnail uploaded as a blob, prepared
     under Bluesky's ~1,000,000 bytes); a page that does not load gives the link as the title and no thumbnail."""
-    from models.media.preparing import CannotPrepare, prepare_image
-
     card = link_card.card_for(uri, context, timeout=min(link_card.FETCH_TIMEOUT, context.timeout / 2))
     external = {"uri": uri, "title": card.title, "description": card.description}
     if card.image is None:
@@ -449,3 +449,13 @@ def settle(delivery: Delivery, context: SendContext) -> SendResult | None:
                                                 "it is sent again under the same key",
                           asked=f"Bluesky has no post under record key {rkey}")
     return None
+
+
+_RECORD_URI = re.compile(r"at://(did:[a-z]+:[A-Za-z0-9._:%-]{1,200})/app\.bsky\.feed\.post/([A-Za-z0-9._~:-]{1,512})")
+
+
+def post_url(config: dict, provider_id: str) -> str | None:
+    """The post in Bluesky's app: ``https://bsky.app/profile/<did>/post/<rkey>``, read off the record's ``at://`` uri."""
+    uri, _ = record_ref(provider_id)
+    found = _RECORD_URI.fullmatch(uri)
+    return f"https://bsky.app/profile/{found[1]}/post/{found[2]}" if found else None

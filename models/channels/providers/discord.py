@@ -130,3 +130,8 @@ def _retry_after(response: httpx.Response) -> timedelta | None:
             pass
     waits = [wait for wait in waits if wait >= 0]
     return min(timedelta(seconds=max(waits)), MAX_RETRY_AFTER) if waits else None
+
+
+def post_url(config: dict, provider_id: str) -> str | None:
+    """None: a message's link needs its server's and channel's ids, which a webhook's channel does not keep."""
+    return None

@@ -137,3 +137,11 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
         return body
     posted = meta_graph.created_id(body, NETWORK, "the post", publishing=True)
     return posted if isinstance(posted, SendResult) else SendResult.success(posted)
+
+
+def post_url(config: dict, provider_id: str) -> str | None:
+    """The Page post on Facebook: ``https://www.facebook.com/<page-id>_<post-id>`` (a post's id is its address)."""
+    page, _, post = provider_id.partition("_")
+    if not (page.isascii() and page.isdecimal() and post.isascii() and post.isdecimal()):
+        return None
+    return f"https://www.facebook.com/{page}_{post}"

@@ -137,3 +137,8 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
         return SendResult(SendOutcome.PERMANENT, f"{len(media)} media items; Instagram takes at most {MAX_CAROUSEL}")
     return meta_graph.publish_in_two_steps(context, STEPS, base=meta_graph.base_url(config, DEFAULT_URL), user=user,
                                            token=token, media=media, item_form=_item, text=caption)
+
+
+def post_url(config: dict, provider_id: str) -> str | None:
+    """None: an Instagram post's address carries its shortcode, which the publish answer does not give."""
+    return None

@@ -270,3 +270,11 @@ def _detail(response: httpx.Response) -> str:
         code = body.get("code") or body.get("serviceErrorCode")
         return ": " + shown_text(f"{message} ({code})" if code else message, 300)
     return http.error_detail(response)
+
+
+_POST_URN = re.compile(r"urn:li:(share|ugcPost|activity):[0-9]{1,30}")
+
+
+def post_url(config: dict, provider_id: str) -> str | None:
+    """The post on LinkedIn: ``https://www.linkedin.com/feed/update/<urn>``."""
+    return f"https://www.linkedin.com/feed/update/{provider_id}" if _POST_URN.fullmatch(provider_id) else None

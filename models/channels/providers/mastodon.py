@@ -22,6 +22,7 @@ instance that cannot be reached then keeps the defaults below; the save goes on.
 """
 
 import json
+import re
 
 import httpx
 
@@ -165,3 +166,14 @@ def read_at_save(config: dict, secret: str | None, context: SendContext) -> dict
         return {}
     return {setting: statuses[key] for key, setting in INSTANCE_SETTINGS.items()
             if isinstance(statuses.get(key), int) and not isinstance(statuses[key], bool) and statuses[key] > 0}
+
+
+def post_url(config: dict, provider_id: str) -> str | None:
+    """The status on its instance's web app (``{url}/statuses/{id}``, which opens it whoever wrote it)."""
+    base = config.get("url")
+    if not isinstance(base, str) or not base.startswith(("https://", "http://")) or not _STATUS_ID.fullmatch(provider_id):
+        return None
+    return f"{base.rstrip('/')}/statuses/{provider_id}"
+
+
+_STATUS_ID = re.compile(r"[0-9A-Za-z]{1,40}")

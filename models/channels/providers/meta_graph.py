@@ -371,7 +371,7 @@ def publish_in_two_steps(context: SendContext, steps: TwoSteps, *, base: str, us
 
 
 def _connect_failed(message: str):
-    from models.channels.connections import ConnectionFailed  # connections reads the providers: imported late
+    from models.channels.providers.oauth import ConnectionFailed
 
     return ConnectionFailed(message)
 

@@ -21,6 +21,8 @@ API base the connection uses (the channel's settings, else the spec's).
 
 from dataclasses import dataclass
 
+from models.core.errors import DomainError
+
 # How a connection's access token is renewed before it expires.
 REFRESH_GRANT = "refresh_token"  # the standard refresh grant at the token endpoint (X, Facebook's long-lived exchange)
 THREADS_REFRESH = "th_refresh_token"  # Threads' own GET /refresh_access_token?grant_type=th_refresh_token
@@ -100,3 +102,10 @@ def account_from(body) -> dict | None:
     if account["avatar_url"] and not account["avatar_url"].startswith(("https://", "http://")):
         account["avatar_url"] = None
     return account if account["name"] or account["id"] else None
+
+
+class ConnectionFailed(DomainError):
+    """The network would not complete the connection (the exchange or the profile failed)."""
+
+    status = 502
+    code = "connection_failed"

@@ -16,6 +16,7 @@ message's thread (``channel_id``, ``thread_ts`` = the message's ``ts``). The pro
 """
 
 import json
+import re
 
 import httpx
 
@@ -162,3 +163,16 @@ def _error_outcome(response: httpx.Response, method: str, answer: dict, context:
     if error in UNKNOWN_ERRORS:
         return SendResult(SendOutcome.UNKNOWN, f"{said}; it may or may not have acted on it")
     return SendResult(SendOutcome.PERMANENT, said)
+
+
+_SLACK_CHANNEL = re.compile(r"[CGD][A-Z0-9]{2,30}")
+_SLACK_TS = re.compile(r"([0-9]{1,12})\.([0-9]{6})")
+
+
+def post_url(config: dict, provider_id: str) -> str | None:
+    """The message's permalink, ``https://slack.com/archives/<channel>/p<ts without its dot>`` (provider id ``<channel>:<ts>``)."""
+    channel, _, ts = provider_id.partition(":")
+    found = _SLACK_TS.fullmatch(ts)
+    if not _SLACK_CHANNEL.fullmatch(channel) or not found:
+        return None
+    return f"https://slack.com/archives/{channel}/p{found[1]}{found[2]}"

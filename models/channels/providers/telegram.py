@@ -16,6 +16,7 @@ outcome fails for a person.
 """
 
 import json
+import re
 from dataclasses import replace
 from datetime import timedelta
 
@@ -127,3 +128,16 @@ def outcome_of(response: httpx.Response, chat) -> SendResult:
 def _without_token(result: SendResult, token: str) -> SendResult:
     """The token is part of every Bot API URL: never let it into a message an operator reads."""
     return replace(result, message=result.message.replace(token, "<token>"))
+
+
+def post_url(config: dict, provider_id: str) -> str | None:
+    """The message on t.me: ``/<name>/<id>`` for a public ``@name`` chat, ``/c/<id>/<id>`` for a ``-100…`` one;
+    None for a private chat, whose messages have no address."""
+    chat, _, message = provider_id.rpartition(":")
+    if not (message.isascii() and message.isdecimal()):
+        return None
+    if chat.startswith("@") and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{3,31}", chat[1:]):
+        return f"https://t.me/{chat[1:]}/{message}"
+    if chat.startswith("-100") and chat[4:].isascii() and chat[4:].isdecimal():
+        return f"https://t.me/c/{chat[4:]}/{message}"
+    return None

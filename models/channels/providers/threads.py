@@ -106,3 +106,8 @@ def send(delivery: Delivery, context: SendContext) -> SendResult:
                                            token=token, media=media, item_form=_item, text=text,
                                            lone_form={"media_type": "TEXT"},
                                            extra={"reply_to_id": str(parent)} if parent else None)
+
+
+def post_url(config: dict, provider_id: str) -> str | None:
+    """None: a Threads post's address carries its shortcode, which the publish answer does not give."""
+    return None

@@ -248,3 +248,8 @@ def _seconds(value) -> float:
 
 def _whole(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def post_url(config: dict, provider_id: str) -> str | None:
+    """The post on X: ``https://x.com/i/web/status/<id>`` (no handle needed)."""
+    return f"https://x.com/i/web/status/{provider_id}" if provider_id.isascii() and provider_id.isdecimal() else None
