@@ -26,7 +26,7 @@ from models.core.moves import Actor
 from models.core.policy import Policy
 from models.notifications.inbox import raise_notification
 from models.posts import lifecycle as post_lifecycle
-from models.posts.checks import check_body, check_wall_time
+from models.posts.checks import check_texts, check_wall_time
 from models.posts.reading import get_post, post_targets, resolve_post_time
 from models.posts.tables import Post, PostComment, PostStatus
 from models.timing.wall_time import InvalidTimezone
@@ -94,7 +94,7 @@ def _refused(post: Post, what: str) -> Conflict:
 
 def submit_post(session: Session, workspace_id: int, post_id: int, *, actor: Actor, role: Role, now: datetime,
                 policy: Policy, comment=None) -> Post:
-    """draft → in_review, after the checks approval would make (its text fits, its time is ahead)."""
+    """draft → in_review, after the checks approval would make (each target's own text fits, its time is ahead)."""
     if not can(role, Permission.COMPOSE):
         raise Forbidden(refusal(Permission.COMPOSE, "submit a post for review"))
     comment = check_comment(comment, required=False)
@@ -103,7 +103,7 @@ def submit_post(session: Session, workspace_id: int, post_id: int, *, actor: Act
         return post
     if post.status != PostStatus.DRAFT.value:
         raise _refused(post, "only a draft is submitted for review")
-    check_body(post.body, post_targets(session, post.id))
+    check_texts(post.body, post.variants, post_targets(session, post.id))  # each target's own text, as approve
     check_wall_time(post.wall_date, post.wall_time, _zone(session, workspace_id), now, policy)
     outcome = post_lifecycle.submit(session, post, now=now, actor=actor, comment=comment)
     if not outcome.ok:

@@ -7,7 +7,9 @@ T0 is 2026-06-01T12:00Z, 08:00 in the world's zone (America/New_York).
 import pytest
 from sqlalchemy import select
 
-from models.core.database import read_session
+from models.channels.tables import Channel
+from models.core.database import read_session, write_session
+from models.core.runtime import runtime
 from models.notifications.tables import Notification
 from models.posts.tables import Post, PostComment, PostEvent, PostReviewLink
 from tests.conftest import add_member_with_token
@@ -86,6 +88,31 @@ def test_while_review_is_required_a_marketer_submits_and_only_admins_and_reviewe
     assert answer.status_code == 200 and answer.json["status"] == "approved"
     assert [e[:2] for e in _events(app, post_id)] == [(None, "draft"), ("draft", "in_review"),
                                                       ("in_review", "approved")]
+
+
+def test_submitting_checks_each_targets_own_text_so_a_variant_that_fits_stands_in_for_a_main_text_that_does_not(
+        app, client, reviewed):
+    with app.app_context(), write_session() as session:
+        session.add(Channel(workspace_id=reviewed.workspace_id, name="chirps", kind="x", config={},
+                            created_at=runtime().now()))
+    long_one = "Our sourdough, slowly. " * 13  # 299 characters: past X's 280, fine for the log channel
+
+    def tailored() -> int:
+        answer = client.post("/api/v1/posts", headers=reviewed.auth("marketer"),
+                             json={"body": long_one, "targets": ["main", "chirps"], "local_time": "2026-06-01T09:00",
+                                   "variants": {"chirps": {"body": "Sourdough at nine."}}})
+        assert answer.status_code == 201, answer.json
+        return answer.json["id"]
+
+    fits = client.post(f"/api/v1/posts/{tailored()}/submit", headers=reviewed.auth("marketer"))
+    assert fits.status_code == 200 and fits.json["status"] == "in_review", fits.json
+    post_id = tailored()
+    with app.app_context(), write_session() as session:
+        session.scalar(select(Channel).where(Channel.name == "chirps")).config = {"max_length": 10}  # lowered since
+    refused = client.post(f"/api/v1/posts/{post_id}/submit", headers=reviewed.auth("marketer"))
+    assert refused.status_code == 422
+    assert (refused.json["error"]["field"], refused.json["error"]["channel"]) == ("variants.chirps.body", "chirps")
+    assert _post(app, post_id).status == "draft"
 
 
 def test_a_reviewer_composes_nothing(client, reviewed):
