@@ -82,3 +82,28 @@ def test_a_reviewer_reads_what_a_marketer_reads_and_is_offered_no_composing(app,
     assert 'class="compose"' in marketer.get("/calendar?date=2026-06-10").get_data(as_text=True)
     assert reviewer.post("/posts", {"body": "Mine", "targets": "main", "date": "2026-06-20",
                                     "time": "10:00"}).status_code == 403
+
+
+def test_the_review_page_shows_each_target_what_it_is_sent_so_no_media_on_one_network_shows_none(app, world,
+                                                                                                 client):
+    from models.channels.tables import Channel
+    from models.core.database import write_session
+    from models.core.runtime import runtime
+    from tests.integration.chat_helpers import upload
+    from tests.media_files import png_bytes
+
+    with app.app_context(), write_session() as session:
+        session.add(Channel(workspace_id=world.workspace_id, name="plain", kind="log", config={},
+                            created_at=runtime().now()))
+    image = upload(client, world, png_bytes())
+    created = client.post("/api/v1/posts", headers=world.auth("marketer"), json={
+        "body": "Fresh bread at nine", "targets": ["main", "plain"], "local_time": "2026-06-10T09:00",
+        "media": [image], "variants": {"plain": {"body": "Bread at nine, words only", "media": []}}})
+    assert created.status_code == 201, created.json
+    made = client.post(f"/api/v1/posts/{created.json['id']}/review-links", headers=world.auth("admin"),
+                       json={"reviewer_name": "Dana"})
+    assert made.status_code == 201, made.json
+    page = app.test_client().get(made.json["url"].removeprefix(BASE_URL)).get_data(as_text=True)
+    cards = dict(re.findall(r'data-channel="([^"]+)">(.*?)</article>', page, flags=re.S))
+    assert "Fresh bread at nine" in cards["main"] and "1 image" in cards["main"]
+    assert "Bread at nine, words only" in cards["plain"] and "image" not in cards["plain"]

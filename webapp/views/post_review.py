@@ -19,6 +19,7 @@ from models.accounts.permissions import Permission
 from models.core.database import db, write_session
 from models.core.errors import Conflict, DomainError
 from models.core.runtime import runtime
+from models.posts.content import content_for
 from models.posts.reading import get_post, post_targets, resolve_post_time
 from models.posts.review import list_comments, request_changes as request_post_changes, submit_post, add_comment
 from models.posts.review_links import LinkGone, links_of, make_link, open_link, revoke_link, use_link
@@ -131,9 +132,8 @@ def review_panel(post) -> dict:
 def _preview(post, chosen_zone: str | None, workspace_zone: str) -> dict:
     targets = []
     for channel in post_targets(db.session, post.id):
-        variant = (getattr(post, "variants", None) or {}).get(channel.name) or {}
-        targets.append({"channel": channel.name, "kind": channel.kind, "body": variant.get("body") or post.body,
-                        "media": len(variant.get("media") or post.media or [])})
+        body, media = content_for(post, channel.name)  # what the target is sent: a variant's "media": [] is none
+        targets.append({"channel": channel.name, "kind": channel.kind, "body": body, "media": len(media)})
     try:
         instant = resolve_post_time(post, workspace_zone).instant
     except InvalidTimezone:
