@@ -66,7 +66,8 @@ def desk(live):
             for name in SLOTS:
                 save_slots(session, workspace_id, name, [])
             channel_ids = select(Channel.id).where(Channel.workspace_id == workspace_id, Channel.name.in_(SLOTS))
-            for post_id in set(session.scalars(select(PostTarget.post_id).where(PostTarget.channel_id.in_(channel_ids)))):
+            posts = set(session.scalars(select(PostTarget.post_id).where(PostTarget.channel_id.in_(channel_ids))))
+            for post_id in sorted(posts):
                 archive_post(session, workspace_id, post_id, actor=Actor(label="user:test"), now=rt.now(),
                              policy=rt.policy)
 
