@@ -238,6 +238,14 @@ def next_follow_ups(post: Post, channel: Channel, row, provider_id: str | None) 
     return follow
 
 
+def may_be_followed(row) -> bool:
+    """Whether something may follow ``row`` once published: a post's head or thread item (read off its key alone)."""
+    if row.action_type != ACTION_TYPE:
+        return False
+    position = position_of(row.thing_id)
+    return position is not None and position[1] != COMMENT
+
+
 def mint_follow_ups(session: Session, published: list[tuple], now: datetime, actor: Actor) -> list[ScheduledAction]:
     """The ``after publish`` hook for origins ``reconciler`` and ``person`` (Post now): mint what follows each
     published row of a post, due now, origin ``reconciler``.
