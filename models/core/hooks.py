@@ -102,7 +102,8 @@ class Hooks:
     policy: Any = None
     change_rules: dict[str, list[ChangeRule]] = field(default_factory=dict)
     media_users: list[MediaUsers] = field(default_factory=list)
-    after_publish: dict[str, list[AfterPublish]] = field(default_factory=dict)
+    # Per origin: (which rows it follows, the follow-up); the first keeps the hot path free of those it ignores.
+    after_publish: dict[str, list[tuple[Callable[[Any], bool], AfterPublish]]] = field(default_factory=dict)
 
     def add_pre_send_check(self, origin: str, check: PreSendCheck, *, decides_lateness: bool = False) -> None:
         """Ask ``check`` before any row of ``origin`` is claimed; with ``decides_lateness`` it alone
@@ -133,17 +134,21 @@ class Hooks:
         """Ask ``users`` what refers to a media item before the library deletes it."""
         self.media_users.append(users)
 
-    def add_after_publish(self, origin: str, follow: AfterPublish) -> None:
-        """Ask ``follow`` in the transaction that records a row of ``origin`` published."""
-        self.after_publish.setdefault(origin, []).append(follow)
+    def add_after_publish(self, origin: str, follow: AfterPublish,
+                          concerns: Callable[[Any], bool] = lambda row: True) -> None:
+        """Ask ``follow`` in the transaction that records a row of ``origin`` published, for the rows ``concerns``
+        (a test of the row alone, no database) says it follows."""
+        self.after_publish.setdefault(origin, []).append((concerns, follow))
 
     def published(self, session, rows: list, now: datetime, actor) -> list:
         """Tell the wings that ``rows`` (``(row, provider id)`` pairs) were just recorded published, in that
         transaction; the rows they inserted in answer."""
         inserted: list = []
         for origin, follows in self.after_publish.items():
-            of_origin = [(row, provider_id) for row, provider_id in rows if row.origin == origin]
-            for follow in follows if of_origin else ():
+            for concerns, follow in follows:
+                of_origin = [(row, provider_id) for row, provider_id in rows if row.origin == origin and concerns(row)]
+                if not of_origin:
+                    continue
                 try:
                     with session.begin_nested():
                         inserted += follow(session, of_origin, now, actor)

@@ -13,7 +13,7 @@ from models.core.policy import Policy
 from models.posts.reading import list_posts
 from models.posts.reconciler import reconcile_post
 from models.posts.tables import Post, PostStatus, post_id_of
-from models.posts.threads import mint_follow_ups
+from models.posts.threads import may_be_followed, mint_follow_ups
 
 
 def register(hooks: Hooks) -> None:
@@ -24,8 +24,8 @@ def register(hooks: Hooks) -> None:
     hooks.add_zone_change("posts", reconcile_approved_posts)
     hooks.add_media_users(posts_using_media)
     # A head the reconciler minted, or a person's Post now of it: either way its thread follows.
-    hooks.add_after_publish(Origin.RECONCILER.value, mint_follow_ups)
-    hooks.add_after_publish(Origin.PERSON.value, mint_follow_ups)
+    hooks.add_after_publish(Origin.RECONCILER.value, mint_follow_ups, concerns=may_be_followed)
+    hooks.add_after_publish(Origin.PERSON.value, mint_follow_ups, concerns=may_be_followed)
 
 
 def stop_rows_of_drafts(session: Session, rows: list[ScheduledAction], now: datetime) -> dict[int, Stop]:

@@ -238,6 +238,14 @@ def next_follow_ups(post: Post, channel: Channel, row, provider_id: str | None) 
     return follow
 
 
+def may_be_followed(row) -> bool:
+    """Whether something may follow ``row`` once published: a post's head or thread item (read off its key alone)."""
+    if row.action_type != ACTION_TYPE:
+        return False
+    position = position_of(row.thing_id)
+    return position is not None and position[1] != COMMENT
+
+
 def mint_follow_ups(session: Session, published: list[tuple], now: datetime, actor: Actor) -> list[ScheduledAction]:
     """The ``after publish`` hook for origins ``reconciler`` and ``person`` (Post now): mint what follows each
     published row of a post, due now, origin ``reconciler``.
@@ -252,13 +260,15 @@ def mint_follow_ups(session: Session, published: list[tuple], now: datetime, act
         position = position_of(row.thing_id)
         if position is None or position[1] == COMMENT:
             continue
+        # The channel first (one read per channel in a transaction): a network with neither replies nor
+        # comments has nothing to follow, and its post is not read at all.
+        channel = session.get(Channel, row.channel_id)
+        if channel is None or not (has_replies(channel.kind) or comment_rules(channel.kind) is not None):
+            continue
         post = _post_for_follow_up(session, position[0])
         if post is None or post.workspace_id != row.workspace_id or post.status == PostStatus.ARCHIVED.value:
             continue
         if not post.thread and not post.first_comment:
-            continue
-        channel = session.get(Channel, row.channel_id)
-        if channel is None:
             continue
         for follow in next_follow_ups(post, channel, row, provider_id):
             new = _mint(session, post, channel, row, follow, now=now, actor=actor)

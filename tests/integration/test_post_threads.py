@@ -102,7 +102,7 @@ def test_a_three_item_thread_posts_three_records_each_replying_to_the_one_before
     with app.app_context():
         summary = reconcile_once()
     assert (summary["inserted"], summary["removed"], summary["rescheduled"]) == (0, 0, 0)
-    assert post_rows(app, post_id) .keys() == rows.keys()
+    assert post_rows(app, post_id).keys() == rows.keys()
 
 
 def test_a_failed_second_item_leaves_the_third_unsent_until_a_retry_then_the_thread_continues(
@@ -230,7 +230,8 @@ def test_racing_ticks_post_each_item_of_a_thread_once_and_in_order(app_config, d
     (tmp_path / "go").write_text(str(time.time() + 0.2))
     outputs = [racer.communicate(timeout=240) for racer in racers]
     assert [racer.returncode for racer in racers] == [0] * 3, [err[-2000:] for _, err in outputs]
-    [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+    summaries = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+    assert all("outcomes" in summary for summary in summaries)  # every racer ticked to the end
     assert len(pds.named(CREATE)) == 3  # each item handed to Bluesky once
     assert_a_chain_of_three(pds)
     rows = post_rows(app, post_id)
