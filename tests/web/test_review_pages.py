@@ -107,3 +107,6 @@ def test_the_review_page_shows_each_target_what_it_is_sent_so_no_media_on_one_ne
     cards = dict(re.findall(r'data-channel="([^"]+)">(.*?)</article>', page, flags=re.S))
     assert "Fresh bread at nine" in cards["main"] and "1 image" in cards["main"]
     assert "Bread at nine, words only" in cards["plain"] and "image" not in cards["plain"]
+    # Each card is the network's own preview, as in the composer: who posts, and the network's counter.
+    assert 'class="who"' in cards["main"] and 'class="count"' in cards["main"]
+    assert "19 / " in cards["main"] and "25 / " in cards["plain"]

@@ -12,14 +12,16 @@ review page an outside reviewer opens without an account.
 | ``POST /review/<token>`` | whoever holds the link (public) | approve, request changes, or comment |
 """
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
 from models.accounts.permissions import Permission
 from models.core.database import db, write_session
 from models.core.errors import Conflict, DomainError
 from models.core.runtime import runtime
+from models.media.links import media_link
 from models.posts.content import content_for
+from models.posts.preview import previews_for
 from models.posts.reading import get_post, post_targets, resolve_post_time
 from models.posts.review import list_comments, request_changes as request_post_changes, submit_post, add_comment
 from models.posts.review_links import LinkGone, links_of, make_link, open_link, revoke_link, use_link
@@ -130,17 +132,29 @@ def review_panel(post) -> dict:
 
 
 def _preview(post, chosen_zone: str | None, workspace_zone: str) -> dict:
+    """Each target as its network will show it (the composer's preview: the account, the text with its links,
+    mentions and tags, the media, the network's counter), and the post's time in the reader's zone."""
+    channels = post_targets(db.session, post.id)
+    previews = previews_for(db.session, post.workspace_id, post.body, post.media or [], post.variants, channels)
     targets = []
-    for channel in post_targets(db.session, post.id):
+    for channel, shown in zip(channels, previews):
         body, media = content_for(post, channel.name)  # what the target is sent: a variant's "media": [] is none
-        targets.append({"channel": channel.name, "kind": channel.kind, "body": body, "media": len(media)})
+        targets.append({"channel": channel.name, "kind": channel.kind, "body": body, "media": len(media),
+                        "shown": shown})
     try:
         instant = resolve_post_time(post, workspace_zone).instant
     except InvalidTimezone:
         instant = None
     zone = chosen_zone if chosen_zone and is_known_zone(chosen_zone) else None
-    return dict(targets=targets, instant=instant, zone=zone,
+    return dict(targets=targets, instant=instant, zone=zone, media_src=_media_src,
                 local=to_local(instant, zone) if instant is not None and zone else None)
+
+
+def _media_src(media_id: int) -> str | None:
+    """A signed, expiring address of one media item (the reader has no account to open the library's)."""
+    rt = runtime()
+    base_url = current_app.config.get("TICKWORK_BASE_URL")
+    return media_link(base_url, rt.secret_box, media_id, None, rt.now()) if base_url else None
 
 
 def _render(token: str, *, error: DomainError | None = None, done: str | None = None, status: int = 200):
