@@ -67,6 +67,19 @@ def parse_post_filters(values: dict, v) -> PostFilters:
     return PostFilters(author_id=author_id, review=review, problems=problems)
 
 
+def channel_filter(values: dict, v, problems: list) -> int | None:
+    """The id of the channel the filter bar names in ``values["channel"]``; an unknown name is dropped and
+    reported in ``problems``."""
+    if not values["channel"]:
+        return None
+    channel_id = db.session.scalar(
+        select(Channel.id).where(Channel.workspace_id == v.workspace.id, Channel.name == values["channel"]))
+    if channel_id is None:
+        problems.append(f"No channel named {values['channel']!r}.")
+        values["channel"] = ""
+    return channel_id
+
+
 def parse_filter(args, v, *, allowed: tuple[str, ...], default: tuple[str, ...]) -> ParsedFilter:
     """Read the filter bar; a bad value is dropped and reported, never a 500."""
     values = {key: (args.get(key) or "").strip()[:200] for key in FILTER_KEYS}
@@ -78,13 +91,7 @@ def parse_filter(args, v, *, allowed: tuple[str, ...], default: tuple[str, ...])
         else:
             problems.append(f"Unknown status {values['status']!r}.")
             values["status"] = ""
-    channel_id = None
-    if values["channel"]:
-        channel_id = db.session.scalar(
-            select(Channel.id).where(Channel.workspace_id == v.workspace.id, Channel.name == values["channel"]))
-        if channel_id is None:
-            problems.append(f"No channel named {values['channel']!r}.")
-            values["channel"] = ""
+    channel_id = channel_filter(values, v, problems)
     start = end = None
     try:
         if values["from"]:

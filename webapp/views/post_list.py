@@ -19,6 +19,7 @@ from models.core.time_input import parse_day
 from models.posts.listing import POST_STATUSES, TARGET_STATES, PostFilter, find_posts, post_authors, target_states
 from models.posts.reading import post_cursor, read_post_cursor
 from webapp.views.context import is_htmx, require, viewer
+from webapp.views.filters import channel_filter
 
 bp = Blueprint("post_list", __name__)
 
@@ -48,13 +49,7 @@ def parse_post_filter(args, v, authors) -> ParsedPostFilter:
     """Read the filter bar; every bad value is dropped and reported."""
     values = {key: (args.get(key) or "").strip()[:200] for key in FILTER_KEYS}
     problems = []
-    channel_id = None
-    if values["channel"]:
-        channel_id = db.session.scalar(
-            select(Channel.id).where(Channel.workspace_id == v.workspace.id, Channel.name == values["channel"]))
-        if channel_id is None:
-            problems.append(f"No channel named {values['channel']!r}.")
-            values["channel"] = ""
+    channel_id = channel_filter(values, v, problems)
     author_id = None
     if values["author"]:
         author_id = next((user.id for user in authors if str(user.id) == values["author"]), None)
