@@ -72,3 +72,22 @@ def test_a_post_tailored_for_two_networks_shows_both_previews_and_saves_both_var
     assert post.variants == {
         "bakery-x": {"body": "Bread at 9 https://bakery.example/today/sourdough-country #sourdough"},
         "bakery-sky": {"body": "Fresh bread at nine, ask @baker.bsky.social"}}
+
+
+def test_typing_while_a_preview_refresh_is_on_its_way_still_refreshes_the_preview(open_as, live, networks):
+    """The refresh in flight lands between the next keystroke and its own refresh: the keystroke is not lost."""
+    page = open_as("marketer")
+    page.goto("/posts/new?date=2026-06-21")
+    page.locator('input[name=targets][value="bakery-sky"]').check()
+    sky_preview = page.locator('.preview[data-channel="bakery-sky"]')
+    expect(sky_preview).to_be_visible()
+
+    held = []
+    page.route("**/posts/previews*", lambda route: route.continue_() if held else held.append(route))
+    page.get_by_label("Post", exact=True).fill("First words")
+    page.wait_for_timeout(800)  # the first refresh's delay has passed; its request is held here
+    assert len(held) == 1
+    page.get_by_label("Post", exact=True).fill("Second words, typed while the first refresh was on its way")
+    held[0].continue_()  # the first answer lands before the second keystroke's own refresh is due
+
+    expect(sky_preview).to_contain_text("Second words, typed while the first refresh was on its way")

@@ -134,7 +134,7 @@ def previews():
     v = viewer()
     if not is_htmx():
         return redirect(url_for("posts.new"))
-    return render_template("posts/_previews.html", previews=_previews(_typed_values(request.args), v.workspace.id))
+    return render_template("posts/_preview_items.html", previews=_previews(_typed_values(request.args), v.workspace.id))
 
 
 def _draft_values(form, post=None, day: str | None = None) -> dict:
