@@ -434,13 +434,14 @@ import time
 from jobs.clock import reconcile_once, tick_once
 while time.time() < start:
     time.sleep(0.01)
+began = time.time()  # on a loaded box building the app can take longer than the head start
 out = []
 with app.app_context():
     if role == "reconcile":
         for _ in range(rounds):
             out.append(reconcile_once()["inserted"])
     else:  # tick until the due half has been dispatched (or a deadline), racing the reconcilers
-        while sum(out) < rounds and time.time() < start + 60:
+        while sum(out) < rounds and time.time() < began + 60:
             out.append(tick_once(inline=True)["dispatched"])
 print(json.dumps(out))
 """
@@ -470,6 +471,7 @@ def test_concurrent_reconcilers_and_a_tick_never_duplicate_or_double_send(client
         inserted = session.scalar(select(func.count()).select_from(ActionEvent)
                                   .where(ActionEvent.from_status.is_(None)))
     assert inserted == 40  # each (post, target) minted once, by one of the two passes
+    tick(app)  # a pass after the race: the racing ticker stops at its deadline, which a loaded box can reach first
     assert _sends(app) == 20  # the due half went out, once each
     clock.advance(hours=1)
     _reconcile(app)
