@@ -5,17 +5,22 @@ whose action type its channel does not send is refused.
 |--------------------|-----------------------------------------------------------------------|
 | smtp, postmark     | ``send_email``                                                        |
 | twilio             | ``send_sms``                                                          |
-| the social networks (mastodon, bluesky, x, linkedin, threads, facebook, instagram, ...) | ``publish_post`` |
+| the networks (mastodon, bluesky, x, linkedin, threads, facebook, instagram, discord, slack, telegram) | ``publish_post`` |
 | log, webhook       | what the ``sends`` setting lists (``sends = publish_post``); else ``send_sms`` when ``address = phone``; else all three |
 """
 
 from models.channels.tables import Channel
 
 ACTION_TYPES = ("publish_post", "send_email", "send_sms")
+# Every kind with a provider besides OPEN_KINDS is here, so a channel never offers a type its network cannot
+# send (tests/unit/test_action_types.py holds this table to the providers).
 BY_KIND = {"smtp": ("send_email",), "postmark": ("send_email",), "twilio": ("send_sms",),
            "mastodon": ("publish_post",), "x": ("publish_post",), "linkedin": ("publish_post",),
            "threads": ("publish_post",), "facebook": ("publish_post",), "instagram": ("publish_post",),
-           "bluesky": ("publish_post",)}
+           "bluesky": ("publish_post",), "discord": ("publish_post",), "slack": ("publish_post",),
+           "telegram": ("publish_post",)}
+# The kinds that send whatever they are given (the payload as it is): their ``sends`` setting says what.
+OPEN_KINDS = ("log", "webhook")
 SENDS_SETTING = "sends"
 
 
