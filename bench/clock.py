@@ -59,8 +59,11 @@ def drop_database(url: str, pg_admin: str | None) -> None:
 
 
 def env_for(database_url: str, queue_url: str, policy: dict | None = None) -> dict:
-    """The environment of a consumer or tick on the real clock, with ``policy`` over the defaults."""
-    return environment(database_url, queue_url, TICKWORK_POLICY_JSON=json.dumps(policy or {}), PYTHONUNBUFFERED="1")
+    """The environment of a consumer or tick on the real clock, with ``policy`` over the defaults.
+
+    The benches' receivers listen on loopback, which the egress policy refuses unless opened."""
+    return environment(database_url, queue_url, TICKWORK_POLICY_JSON=json.dumps(policy or {}), PYTHONUNBUFFERED="1",
+                       TICKWORK_EGRESS_ALLOW="127.0.0.0/8")
 
 
 def workspace_with_log_channel(app, kind: str = "log", config: dict | None = None) -> tuple[int, int]:

@@ -206,6 +206,9 @@ def bench_cpu(db: str, pg_admin: str | None, rows: int, workdir: Path, latency: 
         theirs.append(bench_sends("webhook", db, pg_admin, rows, workdir, latency, root=base, command_tick=True))
         ours.append(bench_sends("webhook", db, pg_admin, rows, workdir, latency, command_tick=True))
         raw.append(_raw_loop(db, pg_admin, rows, workdir))
+        for run in (theirs[-1], ours[-1]):  # CPU per send means nothing of a run whose rows were refused
+            if run["published"] != rows:
+                raise SystemExit(f"webhook on {db}: {run['published']} of {rows} published; see the receiver and the log")
     per_1000 = lambda runs: statistics.median(r["consumer_cpu_seconds"] / r["rows"] * 1000 for r in runs)  # noqa: E731
     return {"bench": "cpu", "provider": "webhook", "db": db, "rows": rows, "rounds": rounds,
             "base": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=base, capture_output=True,
