@@ -2,7 +2,8 @@
 
 The guards and their mutants are listed in ``bench/guards.toml``. Each ``[[mutant]]`` names a file, the text of the
 guard as written (``find``, exactly once in the file), the text with one predicate or one gate's condition taken
-out (``replace``), and the tests that must fail without it (run on SQLite, nothing else). A mutant the tests do not
+out (``replace``), and the tests that must fail without it (run on SQLite, nothing else; ``db = "postgresql"`` for
+a statement only PostgreSQL runs). A mutant the tests do not
 notice *survived*: a guard no test defends. A mutant listed with ``equivalent = "why"`` is not run: removing that
 predicate changes no behaviour (the reason says which other guard makes it redundant).
 
@@ -58,6 +59,13 @@ def check_copy_is_imported(copy: Path) -> None:
         raise SystemExit(f"the copy's code is not the one imported ({found}); refusing to run")
 
 
+def node_ids(mutant: dict) -> list[str]:
+    """The mutant's tests as pytest node ids: a parametrized case (``test_x[retry]``) carries the database the test
+    runs on first (``test_x[sqlite-retry]``), as the suite's backend parametrization names it."""
+    db = mutant.get("db", "sqlite")
+    return [test.replace("[", f"[{db}-", 1) if test.endswith("]") else test for test in mutant["tests"]]
+
+
 def run_mutant(copy: Path, mutant: dict, timeout: int) -> tuple[str, str, float]:
     """(verdict, detail, seconds) of one mutant: killed / survived / broken (its text is not in the file once)."""
     path = copy / mutant["file"]
@@ -67,9 +75,10 @@ def run_mutant(copy: Path, mutant: dict, timeout: int) -> tuple[str, str, float]
     path.write_text(original.replace(mutant["find"], mutant["replace"]))
     started = time.monotonic()
     try:
-        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-x", "--db", "sqlite",
-                                 "-p", "no:cacheprovider", *mutant["tests"]], cwd=copy, capture_output=True,
-                                text=True, timeout=timeout, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-x",
+                                 "--db", mutant.get("db", "sqlite"), "-p", "no:cacheprovider", *node_ids(mutant)],
+                                cwd=copy, capture_output=True, text=True, timeout=timeout,
+                                env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
     except subprocess.TimeoutExpired:
         return "killed", f"timed out after {timeout}s", time.monotonic() - started
     finally:
