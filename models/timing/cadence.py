@@ -166,6 +166,27 @@ def grid_for(cadence: Cadence | str, now: datetime, zone: str) -> Grid:
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
+def grid_in_words(grid: Grid) -> str:
+    """The grid as a person says it: "Every Monday at 09:00", "Every day at 07:30", "Every 3 hours".
+
+    Calendar cadences name their wall time (in the workspace's zone, which the page states);
+    a monthly day past the 28th says that shorter months run on their last day.
+    """
+    if grid.cadence.is_elapsed:
+        hours = grid.cadence.elapsed_step // timedelta(hours=1)
+        return "Every hour" if hours == 1 else f"Every {hours} hours"
+    anchor = grid.anchor_local
+    at = anchor.strftime("%H:%M")
+    if grid.cadence is Cadence.DAILY:
+        return f"Every day at {at}"
+    if grid.cadence is Cadence.WEEKLY:
+        return f"Every {WEEKDAYS[anchor.weekday()].title()} at {at}"
+    day = anchor.day
+    suffix = "th" if 11 <= day % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+    shorter = " (the last day in shorter months)" if day > 28 else ""
+    return f"Every month on the {day}{suffix} at {at}{shorter}"
+
+
 def round_up(instant: datetime, interval: timedelta) -> datetime:
     """``instant`` rounded up to the dispatcher's grid (whole multiples of ``interval`` from the UTC hour)."""
     instant = utc(instant)

@@ -30,7 +30,7 @@ def test_the_schedule_form_offers_off_plan_cadences_only_with_usage_billing_and_
     card = page.locator("#schedule")
     expect(card.locator(".message.ok")).to_have_text("Schedule saved.")
     # T0 is 08:00 in New York: an hourly grid laid now runs first at 09:00.
-    expect(card).to_contain_text("active hourly")
+    expect(card).to_contain_text("active Every hour ·")
     expect(card).to_contain_text("Mon 01 Jun 2026, 09:00 EDT")
     expect(card).to_contain_text("0 of 4 failures before pausing")
     page.evaluate("window.scrollTo(0, 0)")

@@ -19,6 +19,7 @@ from models.timing.cadence import (
     CadenceError,
     Grid,
     grid_for,
+    grid_in_words,
     next_slot,
     parse_cadence,
     retry_at,
@@ -597,3 +598,20 @@ def test_named_grid_takes_the_named_parts_and_the_rest_from_the_default():
     assert next_slot(daily, now, NY) == datetime(2026, 6, 4, 11, 0, tzinfo=UTC)
     with pytest.raises(ValueError, match="elapsed time"):
         named_grid("hourly", now=now, zone=NY, default_wall=default)
+
+
+@pytest.mark.parametrize(("grid", "words"), [
+    (Grid(Cadence.WEEKLY, anchor_local=datetime(2026, 6, 1, 9, 0)), "Every Monday at 09:00"),
+    (Grid(Cadence.WEEKLY, anchor_local=datetime(2026, 6, 5, 17, 30)), "Every Friday at 17:30"),
+    (Grid(Cadence.DAILY, anchor_local=datetime(2026, 6, 5, 7, 5)), "Every day at 07:05"),
+    (Grid(Cadence.MONTHLY, anchor_local=datetime(2026, 6, 1, 9, 0)), "Every month on the 1st at 09:00"),
+    (Grid(Cadence.MONTHLY, anchor_local=datetime(2026, 6, 12, 9, 0)), "Every month on the 12th at 09:00"),
+    (Grid(Cadence.MONTHLY, anchor_local=datetime(2026, 6, 22, 9, 0)), "Every month on the 22nd at 09:00"),
+    (Grid(Cadence.MONTHLY, anchor_local=datetime(2026, 1, 31, 18, 0)),
+     "Every month on the 31st at 18:00 (the last day in shorter months)"),
+    (elapsed("hourly", 2026, 6, 1, 12), "Every hour"),
+    (elapsed("every_3_hours", 2026, 6, 1, 12), "Every 3 hours"),
+    (elapsed("every_12_hours", 2026, 6, 1, 12), "Every 12 hours"),
+])
+def test_a_grid_reads_as_a_person_says_it(grid, words):
+    assert grid_in_words(grid) == words

@@ -47,7 +47,7 @@ def test_every_works_page_for_every_role_with_and_without_htmx(work, browser_for
 def test_the_list_shows_status_cadence_next_run_in_the_zone_and_failures_escaped(work, browser_for):
     page = browser_for("marketer").get("/works").get_data(as_text=True)
     assert "Bakery &lt;b&gt;site&lt;/b&gt;" in page and "<b>site</b>" not in page
-    assert "weekly" in page and "Mon 01 Jun 09:00" in page and "0 of 3" in page
+    assert "Every Monday at 09:00" in page and "Mon 01 Jun 09:00" in page and "0 of 3" in page
     assert "New work" not in page  # a marketer may read, not create
     assert "New work" in browser_for("ops").get("/works").get_data(as_text=True)
 
@@ -223,5 +223,9 @@ def test_the_day_and_time_picker_previews_the_next_run_saves_nothing_then_saves_
     assert browser.post(f"/works/{work}/schedule", form, htmx=True).status_code == 200
     saved = schedule_row(app, work)
     assert (saved.anchor_local.weekday(), saved.anchor_local.strftime("%H:%M")) == (4, "17:30")
+    # Shown back as people say it, on the card and in the list, never as a bare cadence name.
+    card = browser.get(f"/works/{work}").get_data(as_text=True)
+    assert '<span class="chip status-active">active</span> Every Friday at 17:30 ·' in card
+    assert "Every Friday at 17:30" in browser.get("/works").get_data(as_text=True)
     assert browser.post(f"/works/{work}/schedule", {**form, "maxFailureBeforePause": "4"}, htmx=True).status_code == 200
     assert schedule_row(app, work).next_run_at == saved.next_run_at  # naming the same day and time keeps the grid

@@ -12,11 +12,11 @@ from jobs.works import works_context
 from models.accounts.permissions import Permission
 from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput
-from models.timing.cadence import WEEKDAYS, Cadence
+from models.timing.cadence import WEEKDAYS, Cadence, grid_in_words
 from models.works.access import may_edit_works
 from models.works.operations import create_work, delete_work, put_schedule, run_now
 from models.works.plugins import installed_plugins, usable_by_capability
-from models.works.reading import get_work, list_works, runs_of, schedule_of, upcoming_slots, usage_by_month
+from models.works.reading import get_work, grid_of, list_works, runs_of, schedule_of, upcoming_slots, usage_by_month
 from models.works.runs import hand_off_or_release
 from models.works.tables import MAX_FAILURES_BEFORE_PAUSE, PROVIDER_CAPABILITIES, BillingMode
 from webapp.views.context import is_htmx, render_page, require, viewer
@@ -33,6 +33,14 @@ def _cadence_choices(plan: str, billing: str) -> list[dict]:
     plans = works_context().plans
     return [{"value": cadence.value, "label": cadence.value.replace("_", " "),
              "refusal": plans.refusal(plan, cadence, billing)} for cadence in Cadence]
+
+
+def schedule_words(schedule) -> str:
+    """How the schedule runs, in words ("Every Monday at 09:00"); its cadence alone if its grid is incomplete."""
+    try:
+        return grid_in_words(grid_of(schedule))
+    except ValueError:
+        return schedule.cadence.replace("_", " ")
 
 
 def _grid_values(schedule) -> dict:
@@ -70,7 +78,7 @@ def _schedule_card(work, *, form=None, error: DomainError | None = None, note: s
     values = _form_values(schedule, form)
     now = works_context().clock.now()
     return dict(v=v, work=work, schedule=schedule, values=values, error=error, note=note,
-                cadences=_cadence_choices(v.workspace.plan, values["billingMode"]),
+                schedule_words=schedule_words, cadences=_cadence_choices(v.workspace.plan, values["billingMode"]),
                 plugins=usable_by_capability(), capabilities=PROVIDER_CAPABILITIES, labels=CAPABILITY_LABELS,
                 max_failures=MAX_FAILURES_BEFORE_PAUSE, can_edit=may_edit_works(v.role),
                 upcoming=upcoming_slots(schedule, v.zone, now, limit=3) if schedule and schedule.status == "active"
@@ -98,6 +106,7 @@ def render_list(*, error: DomainError | None = None, status: int = 200, typed=No
     v = viewer()
     works = list_works(db.session, v.workspace.id, limit=200)
     return render_page("works/works.html", v=v, works=works, error=error, typed=typed or {},
+                       schedule_words=schedule_words,
                        pipelines=usable_by_capability()["pipeline"], can_edit=may_edit_works(v.role),
                        base_url=works_context().base_url), status
 
