@@ -142,7 +142,8 @@ def update_campaign(session: Session, workspace_id: int, campaign_id: int, *, ch
     A draft's steps are replaced as given. Once the campaign has been active, steps may change
     content, delay, window and channel in place (send each step with its ``id``, in order);
     inserting, removing or reordering makes a new version, which new enrollments start on while
-    the others finish on theirs. Enrollments waiting for a step whose delay or window changed
+    the others finish on theirs (a step without an id beside steps with theirs is a new one:
+    :func:`steps_restructured`). Enrollments waiting for a step whose delay or window changed
     are retimed at once.
     """
     campaign = get_campaign(session, workspace_id, campaign_id, lock=True)
@@ -168,13 +169,8 @@ def update_campaign(session: Session, workspace_id: int, campaign_id: int, *, ch
         specs = check_steps(session, workspace_id, changes["steps"], default)
         version = current_version(session, campaign.id)
         current = version_steps(session, version.id)
-        known = {step.id for step in current}
-        for index, spec in enumerate(specs):
-            if spec.id is not None and spec.id not in known:
-                raise InvalidInput(f"steps[{index}].id {spec.id} is not a step of this campaign's current version",
-                                   field=f"steps[{index}].id", code="unknown_step")
-        structural = len(specs) != len(current) or any(
-            spec.id is not None and spec.id != step.id for spec, step in zip(specs, current))
+        check_step_ids(specs, current, version.number)
+        structural = steps_restructured([step.id for step in current], [spec.id for spec in specs])
         if structural and campaign.status == CampaignStatus.DRAFT.value:
             session.execute(delete(Step).where(Step.version_id == version.id))
             session.flush()
@@ -197,6 +193,39 @@ def update_campaign(session: Session, workspace_id: int, campaign_id: int, *, ch
     if "steps" in changes:
         note = " ".join(([note] if note else []) + attribute_warnings(session, campaign.id, specs)) or None
     return DripChange(campaign, note=note, counts={"retimed": retimed})
+
+
+def check_step_ids(specs: list[StepSpec], current: list[Step], version_number: int) -> None:
+    """Refuse (422 naming the step) an id that is not a step of the current version, or that comes twice."""
+    known = {step.id: index for index, step in enumerate(current)}
+    seen: dict[int, int] = {}
+    for index, spec in enumerate(specs):
+        if spec.id is None:
+            continue
+        if spec.id not in known:
+            raise InvalidInput(f"steps[{index}].id {spec.id} is not a step of this campaign's current version "
+                               f"(version {version_number}); the steps may have changed since they were read",
+                               field=f"steps[{index}].id", code="unknown_step")
+        if spec.id in seen:
+            raise InvalidInput(f"steps[{index}].id {spec.id} is steps[{seen[spec.id]}] already: a step comes once; "
+                               "leave the id out of a new step", field=f"steps[{index}].id", code="duplicate_step")
+        seen[spec.id] = index
+
+
+def steps_restructured(current_ids: list[int], given_ids: list[int | None]) -> bool:
+    """Whether saving steps with ``given_ids`` (None: a step without an id) over the current version's
+    ``current_ids`` inserts, removes or reorders steps, rather than changing them in place.
+
+    Steps sent without any id change the current ones in place, position by position. Once one
+    step carries its id, a step without one is a new step: with as many steps as before, one of
+    the old ones was removed, and changing it in place would swap a step for another under the
+    contacts who are at it.
+    """
+    if len(given_ids) != len(current_ids):
+        return True
+    if any(ident is not None and ident != current for ident, current in zip(given_ids, current_ids)):
+        return True
+    return any(ident is not None for ident in given_ids) and any(ident is None for ident in given_ids)
 
 
 def attribute_warnings(session: Session, campaign_id: int | None, specs) -> list[str]:

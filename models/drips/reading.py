@@ -256,3 +256,11 @@ def enrollment_timeline(session: Session, enrollment: Enrollment) -> list[Timeli
     first = ("enroll: ", "mint: ")
     return sorted(entries, key=lambda entry: (entry.at, 1 if entry.kind == "attempt" else
                                               0 if entry.what.startswith(first) else 2))
+
+
+def active_at_steps(session: Session, version_id: int) -> Counter:
+    """How many active enrollments of one version are at each of its steps, by step index."""
+    return Counter(dict(session.execute(
+        select(Enrollment.current_step, func.count()).where(Enrollment.version_id == version_id,
+                                                            Enrollment.status == EnrollmentStatus.ACTIVE.value)
+        .group_by(Enrollment.current_step)).all()))

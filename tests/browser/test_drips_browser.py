@@ -21,6 +21,7 @@ def test_write_preview_activate_and_enroll_a_drip_campaign(open_as, live, screen
         page.locator("#step-0").get_by_role("button", name="Preview").click()
         expect(page.locator("#preview-0")).to_contain_text("Welcome, Ada")
         expect(page.locator("#preview-0")).to_contain_text("Fresh bread for Ada Lovelace <img")
+        page.get_by_role("button", name="Add a step").click()
         page.locator("#step-1-body").fill("Your code: {{ attributes.coupon }}")
         page.locator("#step-1-subject").fill("A gift")
         page.locator("#step-1").get_by_role("button", name="Preview").click()

@@ -56,6 +56,7 @@ LEAST_ROLE = {
     "campaigns.create": "marketer", "campaigns.update": "marketer", "campaigns.activate": "marketer",
     "campaigns.pause": "marketer", "campaigns.preview": "marketer", "campaigns.enroll": "marketer",
     "campaigns.upload": "marketer", "campaigns.commit_upload": "marketer", "campaigns.archive": "ops",
+    "campaigns.new_steps": "marketer", "campaigns.steps": "marketer",
     "campaigns.remove": "ops",
     "contacts.create": "marketer", "contacts.update": "marketer", "contacts.unsubscribe": "marketer",
     "works.create": "ops", "works.delete": "ops", "works.pause": "ops", "works.resume": "ops", "works.run": "ops",

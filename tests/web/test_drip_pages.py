@@ -54,7 +54,7 @@ def test_every_drip_page_for_every_role_with_and_without_htmx(drip, browser_for)
 def test_a_campaign_is_written_previewed_and_refused_in_place_on_the_dashboard(app, world, browser_for):
     browser = browser_for("marketer")
     form = {"name": "Spring", "channel": "main", "on_failure": "skip", "window_start": "09:00", "window_end": "20:00",
-            "window_days": ["mon", "tue"], "step_count": "0", "step-0-delay": "PT0S",
+            "window_days": ["mon", "tue"], "step_count": "1", "step-0-delay": "PT0S",
             "step-0-subject": "Hi {{ contact.first_name }}", "step-0-body": "Spring is here, {{ contact.name }}."}
     bad = browser.post("/campaigns", {**form, "step-0-delay": "P1M"})
     text = bad.get_data(as_text=True)
@@ -193,7 +193,7 @@ def test_every_time_on_the_enrollment_and_contact_pages_says_its_zone(app, world
 
 def test_a_wait_is_typed_as_a_number_and_a_unit_and_shown_back_in_words(app, world, browser_for):
     browser = browser_for("marketer")
-    form = {"name": "Words", "channel": "main", "on_failure": "exit", "step_count": "1",
+    form = {"name": "Words", "channel": "main", "on_failure": "exit", "step_count": "2",
             "step-0-wait": "0", "step-0-unit": "minutes", "step-0-subject": "Hello", "step-0-body": "Hi",
             "step-1-wait": "2", "step-1-unit": "days", "step-1-subject": "Again", "step-1-body": "Later"}
     bad = browser.post("/campaigns", {**form, "step-1-wait": "two"})

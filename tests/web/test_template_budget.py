@@ -49,7 +49,7 @@ def test_a_template_over_budget_is_refused_at_preview_and_at_save_on_the_dashboa
     fine = browser.post("/campaigns/preview", {"step": "0", "step-0-body": "{{ 'ab' * 3 }}"}, htmx=True)
     assert fine.status_code == 200 and "ababab" in fine.get_data(as_text=True)
     before = _campaigns(app)
-    saved = browser.post("/campaigns", {"name": "Bomb", "channel": "main", "on_failure": "skip", "step_count": "0",
+    saved = browser.post("/campaigns", {"name": "Bomb", "channel": "main", "on_failure": "skip", "step_count": "1",
                                         "step-0-delay": "PT0S", "step-0-subject": "Hi", "step-0-body": BOMB})
     assert saved.status_code == 422 and "over the rendering budget" in saved.get_data(as_text=True)
     assert _campaigns(app) == before

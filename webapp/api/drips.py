@@ -446,7 +446,9 @@ _WINDOW = {"type": "object", "required": ["start", "end", "days"], "additionalPr
                           "days": {"type": "array", "minItems": 1, "uniqueItems": True,
                                    "items": {"enum": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]}}}}
 _NEW_STEP = {"type": "object", "required": ["delay", "body"], "additionalProperties": False, "properties": {
-    "id": {"type": "integer", "minimum": 1, "description": "an existing step kept (on a change)"},
+    "id": {"type": "integer", "minimum": 1,
+           "description": "an existing step of the current version, kept (on a change); once one step has its id, "
+                          "a step without one is new"},
     "delay": {"type": "string", "description": "an ISO 8601 duration from the previous step: P2D, PT30M, PT0S"},
     "subject": nullable({"type": "string", "description": "required for email steps"}),
     "body": {"type": "string", "minLength": 1},

@@ -1,12 +1,13 @@
-"""Drip campaigns on the dashboard: the list with each campaign's funnel, the editor with a template
-preview, activate / pause / resume / archive, enrolling (one contact, or a CSV file), and an
-enrollment's timeline.
+"""Drip campaigns on the dashboard: the list with each campaign's funnel, the editor (its steps added,
+removed and moved on the page, then saved together) with a template preview, activate / pause /
+resume / archive, enrolling (one contact, or a CSV file), and an enrollment's timeline.
 
 Every rule lives in :mod:`models.drips`; these views parse the form, call it, and render. A
 refused change comes back as the page with the refusal written on it, under its own status.
 """
 
 import json
+import re
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import login_required
@@ -19,9 +20,10 @@ from models.core.database import db, write_session
 from models.core.errors import DomainError, InvalidInput
 from models.core.runtime import runtime
 from models.drips import operations as ops
-from models.drips.checks import DRIP_KINDS, address_kind
+from models.drips.checks import DRIP_KINDS, MAX_STEPS, address_kind
 from models.drips.enroll_csv import EnrollmentImport
 from models.drips.reading import (
+    active_at_steps,
     attempts_of,
     campaign_events,
     contacts_by_id,
@@ -111,41 +113,124 @@ def wait_words(iso: str, index: int) -> str:
     return f"{delay.in_words} after enrolment" if index == 0 else f"{delay.in_words} later"
 
 
-def _steps_from_form(form) -> list[dict]:
-    """The editor's steps, in order: each kept unless its Remove box is ticked; the blank one added if filled."""
-    steps = []
+STEP_PARTS = {"delay": "wait", "send_window": "send window", "id": "place"}
+_STEP_FIELD = re.compile(r"^steps\[(\d+)\](?:\.(\w+))?")
+_STEP_NAMES = re.compile(r"\bsteps\[(\d+)\](?:\.(\w+))?")
+_FOCUSABLE = re.compile(r"^step-\d{1,3}-(?:wait|unit|delay|channel|subject|body)$")
+
+
+def step_words(message: str) -> str:
+    """A refusal as the editor says it: ``steps[1].delay is ...`` as "Step 2's wait is ..."."""
+    def say(found) -> str:
+        step = f"step {int(found.group(1)) + 1}"
+        return f"{step}'s {STEP_PARTS.get(found.group(2), found.group(2))}" if found.group(2) else step
+    words = _STEP_NAMES.sub(say, message)
+    return words[:1].upper() + words[1:] if message.startswith("steps[") else words
+
+
+def error_place(error: DomainError | None) -> tuple[int | None, str | None]:
+    """Which step (its index) and which of its parts a refusal concerns, from its field."""
+    found = _STEP_FIELD.match((error.field or "") if error is not None else "")
+    return (int(found.group(1)), found.group(2)) if found else (None, None)
+
+
+def _row_count(form) -> int:
+    # One more than a campaign may have, so too many rows are refused by the model, in its words.
     count = form.get("step_count", "0")
-    count = int(count) if count.isdecimal() and int(count) <= 60 else 0
-    for index in range(count + 1):
+    return min(int(count), MAX_STEPS + 1) if count.isdecimal() and len(count) < 4 else 0
+
+
+def _rows_from_form(form) -> list[dict]:
+    """The editor's steps exactly as typed, in their order on the page."""
+    rows = []
+    for index in range(_row_count(form)):
         prefix = f"step-{index}-"
-        if form.get(prefix + "remove"):
-            continue
-        body = form.get(prefix + "body")
-        ident = form.get(prefix + "id", "")
-        if index == count and not (body or "").strip():
-            continue  # the blank step at the end, left blank
-        delay = (form.get(prefix + "delay") or "").strip()
+        row = {"id": form.get(prefix + "id", ""), "subject": form.get(prefix + "subject", ""),
+               "body": form.get(prefix + "body", ""), "channel": form.get(prefix + "channel", ""),
+               "window": form.get(prefix + "window", ""), "wait": None, "unit": None, "delay": ""}
         if prefix + "wait" in form:
-            delay = wait_as_iso(form.get(prefix + "wait"), form.get(prefix + "unit"), len(steps))
-        step = {"delay": delay, "subject": form.get(prefix + "subject"), "body": body}
-        if ident.isdecimal():
-            step["id"] = int(ident)
-        if form.get(prefix + "channel"):
-            step["channel"] = form.get(prefix + "channel")
-        window = form.get(prefix + "window")
-        if window:
-            try:
-                step["send_window"] = json.loads(window)
-            except ValueError:
-                raise InvalidInput(f"step {index + 1}'s window is not readable", field=f"steps[{index}].send_window",
-                                   code="bad_window") from None
-        steps.append(step)
-    return steps
+            row["wait"], row["unit"] = form.get(prefix + "wait", ""), form.get(prefix + "unit", "")
+        else:  # a wait one unit cannot say, typed as ISO 8601
+            row["delay"] = form.get(prefix + "delay", "")
+        rows.append(row)
+    return rows
+
+
+def _row_of_step(step, names: dict[int, str]) -> dict:
+    parts = wait_parts(step.delay)
+    return {"id": str(step.id), "subject": step.subject or "", "body": step.body,
+            "channel": names.get(step.channel_id, "") if step.channel_id else "",
+            "window": json.dumps(step.send_window) if step.send_window else "",
+            "wait": parts[0] if parts else None, "unit": parts[1] if parts else None,
+            "delay": "" if parts else step.delay}
+
+
+def _blank_row(first: bool) -> dict:
+    return {"id": "", "subject": "", "body": "", "channel": "", "window": "", "wait": "0" if first else "1",
+            "unit": "minutes" if first else "days", "delay": ""}
+
+
+def _row_id(row: dict) -> int | None:
+    return int(row["id"]) if row["id"].isdecimal() and len(row["id"]) < 11 else None
+
+
+def _step_of_row(row: dict, index: int) -> dict:
+    """One row as the API's step: ``delay`` in ISO 8601, its ``id`` when it is a saved step."""
+    delay = row["delay"].strip() if row["wait"] is None else wait_as_iso(row["wait"], row["unit"], index)
+    step = {"delay": delay, "subject": row["subject"], "body": row["body"]}
+    if _row_id(row) is not None:
+        step["id"] = _row_id(row)
+    if row["channel"]:
+        step["channel"] = row["channel"]
+    if row["window"]:
+        try:
+            step["send_window"] = json.loads(row["window"])
+        except ValueError:
+            raise InvalidInput(f"step {index + 1}'s window is not readable", field=f"steps[{index}].send_window",
+                               code="bad_window") from None
+    return step
 
 
 def _campaign_fields(form) -> dict:
     return {"name": form.get("name", ""), "channel": form.get("channel", ""), "on_failure": form.get("on_failure"),
-            "send_window": _window_from_form(form), "steps": _steps_from_form(form)}
+            "send_window": _window_from_form(form),
+            "steps": [_step_of_row(row, index) for index, row in enumerate(_rows_from_form(form))]}
+
+
+def apply_step_op(rows: list[dict], op: str) -> tuple[str | None, str | None]:
+    """Add, remove or move one row of the editor (nothing is stored); the control to focus next and what to say.
+
+    ``op`` is ``add``, ``remove:I``, ``up:I`` or ``down:I`` (I the row's index); anything else
+    (``refresh``: a channel changed) changes no row.
+    """
+    verb, _, where = op.partition(":")
+    if verb == "add":
+        if len(rows) >= MAX_STEPS:
+            raise InvalidInput(f"a campaign has at most {MAX_STEPS} steps", field="steps", code="too_many")
+        rows.append(_blank_row(first=not rows))
+        return f"step-{len(rows) - 1}-wait", f"Step {len(rows)} added at the end; nothing is saved until you save."
+    if verb not in ("remove", "up", "down"):
+        return None, None
+    if not where.isdecimal() or int(where) >= len(rows):
+        raise InvalidInput("that step is no longer on the page; nothing was changed", field="steps",
+                           code="unknown_step")
+    index = int(where)
+    if verb == "remove":
+        if len(rows) == 1:
+            raise InvalidInput("a campaign needs at least one step: add another before removing this one",
+                               field="steps", code="missing")
+        rows.pop(index)
+        focus = f"step-{min(index, len(rows) - 1)}-remove"
+        return focus, f"Step {index + 1} removed; nothing is saved until you save."
+    other = index - 1 if verb == "up" else index + 1
+    if not 0 <= other < len(rows):
+        raise InvalidInput(f"step {index + 1} is already {'first' if verb == 'up' else 'last'}", field="steps",
+                           code="cannot_move")
+    rows[index], rows[other] = rows[other], rows[index]
+    # The moved step keeps the keyboard: on the same button, or the other one once it reaches an end.
+    at_end = other == 0 if verb == "up" else other == len(rows) - 1
+    focus = f"step-{other}-{('down' if verb == 'up' else 'up') if at_end else verb}"
+    return focus, f"Step {index + 1} moved {verb}: it is step {other + 1} now; nothing is saved until you save."
 
 
 def _base_url_warning(campaign_channel_kinds) -> bool:
@@ -156,50 +241,87 @@ def _form_values(campaign, steps, channels: list[Channel], typed) -> tuple[dict,
     """What the editor shows: what was typed (a refused save), else the campaign, else a blank draft."""
     names = {channel.id: channel.name for channel in channels}
     if typed:
-        count = typed.get("step_count", "0")
-        count = int(count) if count.isdecimal() and int(count) <= 60 else 0
-        rows = [{"id": typed.get(f"step-{i}-id", ""), "delay": typed.get(f"step-{i}-delay", ""),
-                 "subject": typed.get(f"step-{i}-subject", ""), "body": typed.get(f"step-{i}-body", ""),
-                 "channel": typed.get(f"step-{i}-channel", ""), "window": typed.get(f"step-{i}-window", ""),
-                 "remove": bool(typed.get(f"step-{i}-remove"))} for i in range(count)]
         top = {"name": typed.get("name", ""), "channel": typed.get("channel", ""),
                "on_failure": typed.get("on_failure", "exit"), "window_start": typed.get("window_start", ""),
                "window_end": typed.get("window_end", ""), "window_days": typed.getlist("window_days")}
-        return top, rows
+        return top, _rows_from_form(typed)
     if campaign is None:
         return ({"name": "", "channel": channels[0].name if channels else "", "on_failure": "exit",
-                 "window_start": "09:00", "window_end": "20:00", "window_days": DAYS},
-                [{"id": "", "delay": "PT0S", "subject": "", "body": "", "channel": "", "window": "", "remove": False}])
+                 "window_start": "09:00", "window_end": "20:00", "window_days": DAYS}, [_blank_row(first=True)])
     window = campaign.send_window or {}
     top = {"name": campaign.name, "channel": names.get(campaign.channel_id, ""), "on_failure": campaign.on_failure,
            "window_start": window.get("start", ""), "window_end": window.get("end", ""),
            "window_days": window.get("days", DAYS)}
-    rows = [{"id": str(step.id), "delay": step.delay, "subject": step.subject or "", "body": step.body,
-             "channel": names.get(step.channel_id, "") if step.channel_id else "",
-             "window": json.dumps(step.send_window) if step.send_window else "", "remove": False} for step in steps]
-    return top, rows
+    return top, [_row_of_step(step, names) for step in steps]
 
 
-def render_editor(campaign=None, *, error: DomainError | None = None, status: int = 200, typed: dict | None = None):
-    """The campaign page (or the blank editor), with what was typed kept when a save was refused."""
+def _steps_context(campaign, version, steps, rows: list[dict], campaign_channel: str, channels: list[Channel],
+                   error: DomainError | None) -> dict:
+    """What the step list shows beside the rows: each row's address kind (its template fields) and, once the
+    campaign has been active, who is at each saved step and whether saving makes a new version."""
+    kinds = {channel.name: address_kind(channel) for channel in channels}
+    at_steps = active_at_steps(db.session, version.id) if version is not None else {}
+    position = {step.id: step.position for step in steps}
+    for row in rows:
+        row["kind"] = kinds.get(row["channel"] or campaign_channel, "email")
+        row["waiting"] = at_steps.get(position.get(_row_id(row)), 0)
+    live = campaign is not None and campaign.status in (CampaignStatus.ACTIVE.value, CampaignStatus.PAUSED.value)
+    restructured = live and ops.steps_restructured([step.id for step in steps], [_row_id(row) for row in rows])
+    error_step, error_part = error_place(error)
+    return dict(step_rows=rows, restructured=restructured, under_way=sum(at_steps.values()) if live else 0,
+                error_step=error_step, error_part=error_part,
+                editable=campaign is None or campaign.status != CampaignStatus.ARCHIVED.value,
+                steps_url=url_for("campaigns.steps", campaign_id=campaign.id) if campaign else url_for(
+                    "campaigns.new_steps"))
+
+
+def _error_focus(error: DomainError | None, rows: list[dict]) -> str | None:
+    """The control a refused save puts the keyboard on: the step's field the refusal names."""
+    index, part = error_place(error)
+    if index is None or index >= len(rows):
+        return None
+    if part == "delay":
+        return f"step-{index}-{'delay' if rows[index]['wait'] is None else 'wait'}"
+    if part == "subject" and rows[index].get("kind") == "phone":
+        return f"step-{index}-body"
+    return f"step-{index}-{part}" if part in ("subject", "body", "channel") else None
+
+
+def render_editor(campaign=None, *, error: DomainError | None = None, status: int = 200, typed: dict | None = None,
+                  rows: list[dict] | None = None, focus: str | None = None, said: str | None = None,
+                  fragment: bool = False):
+    """The campaign page (or the blank editor), with what was typed kept when a save was refused.
+
+    ``rows`` are the steps as the editor holds them after adding, removing or moving one;
+    ``fragment`` renders the step list alone, for htmx to swap.
+    """
     v = viewer()
     session = db.session
     channels = _drip_channels(v.workspace.id)
-    context = dict(v=v, campaign=campaign, channels=channels, days=DAYS, error=error, typed=typed,
+    context = dict(v=v, campaign=campaign, channels=channels, days=DAYS, error=error,
                    samples=list_contacts(session, v.workspace.id, limit=20), base_url=base_url(),
-                   status_words=STATUS_WORDS, wait_parts=wait_parts, wait_words=wait_words, wait_units=WAIT_UNITS)
+                   status_words=STATUS_WORDS, wait_words=wait_words, wait_units=WAIT_UNITS,
+                   step_words=step_words, version=None, max_steps=MAX_STEPS)
     if campaign is not None:
         version = current_version(session, campaign.id)
         steps = version_steps(session, version.id)
-        kinds = {address_kind(session.get(Channel, step.channel_id or campaign.channel_id)) for step in steps}
-        page = list_enrollments(session, v.workspace.id, campaign_id=campaign.id, limit=ENROLLMENTS_SHOWN)
-        context.update(version=version, steps=steps, funnel=funnel(session, campaign.id, len(steps)),
-                       enrollments=page, people=contacts_by_id(session, [e.contact_id for e in page]),
-                       events=campaign_events(session, campaign.id), needs_base_url=_base_url_warning(kinds),
-                       webhooks=_webhooks(campaign, steps) if v.can(Permission.ADMINISTER) else [])
+        context.update(version=version, steps=steps)
+        if not fragment:
+            kinds = {address_kind(session.get(Channel, step.channel_id or campaign.channel_id)) for step in steps}
+            page = list_enrollments(session, v.workspace.id, campaign_id=campaign.id, limit=ENROLLMENTS_SHOWN)
+            context.update(funnel=funnel(session, campaign.id, len(steps)), enrollments=page,
+                           people=contacts_by_id(session, [e.contact_id for e in page]),
+                           events=campaign_events(session, campaign.id), needs_base_url=_base_url_warning(kinds),
+                           webhooks=_webhooks(campaign, steps) if v.can(Permission.ADMINISTER) else [])
     else:
         context.update(steps=[])
-    context["form"], context["step_rows"] = _form_values(campaign, context["steps"], channels, typed)
+    context["form"], typed_rows = _form_values(campaign, context["steps"], channels, typed)
+    rows = typed_rows if rows is None else rows
+    context.update(_steps_context(campaign, context["version"], context["steps"], rows, context["form"]["channel"],
+                                  channels, error))
+    context.update(focus=focus or _error_focus(error, rows), said=said)
+    if fragment:
+        return render_template("drips/_steps.html", **context), status
     return render_page("drips/campaign.html", **context), status
 
 
@@ -281,6 +403,35 @@ def update(campaign_id: int):
     flash("Saved." + (f" {change.note}" if change.note else "")
           + (f" {change.counts['retimed']} waiting step(s) retimed." if change.counts.get("retimed") else ""))
     return redirect(url_for("campaigns.detail", campaign_id=campaign_id), code=303)
+
+
+def _steps_answer(campaign):
+    """The editor's steps after one is added, removed or moved: nothing is stored until Save."""
+    rows = _rows_from_form(request.form)
+    op = request.form.get("step_op", "")
+    try:
+        focus, said = apply_step_op(rows, op)
+    except DomainError as error:
+        return render_editor(campaign, typed=request.form, rows=rows, error=error, status=error.status,
+                             fragment=is_htmx())
+    if op == "refresh":  # a channel changed: the template fields follow its kind; the keyboard stays put
+        focus = request.form.get("focus", "")
+        focus = focus if _FOCUSABLE.match(focus) else None
+    return render_editor(campaign, typed=request.form, rows=rows, focus=focus, said=said, fragment=is_htmx())
+
+
+@bp.post("/campaigns/new/steps")
+@require(Permission.COMPOSE)
+def new_steps():
+    """A new campaign's editor with one step added, removed or moved (htmx: the step list alone)."""
+    return _steps_answer(None)
+
+
+@bp.post("/campaigns/<int:campaign_id>/steps")
+@require(Permission.COMPOSE)
+def steps(campaign_id: int):
+    """A campaign's editor with one step added, removed or moved (htmx: the step list alone)."""
+    return _steps_answer(get_campaign(db.session, viewer().workspace.id, campaign_id))
 
 
 def _move(campaign_id: int, operation, verb: str, **kwargs):
