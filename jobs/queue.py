@@ -18,14 +18,14 @@ first use (an enqueue, or the consumer starting).
 
 import logging
 import threading
-from urllib.parse import urlsplit
 
 import huey as huey_package
 from flask import Flask, current_app, has_app_context
 from huey import Huey
 from huey.storage import MemoryStorage, PostgresStorage, RedisStorage, SqliteStorage
 
-IMMEDIATE = "immediate"
+from models.core.queue_url import IMMEDIATE, queue_storage
+
 # enqueue_many writes rows straight into Huey's own task tables, whose layout is Huey's
 # business: it was written against this release and is used only with it.
 BULK_ENQUEUE_WRITTEN_FOR = "3.5.4"
@@ -47,21 +47,13 @@ class QueueSqliteStorage(SqliteStorage):
         return conn
 
 
+STORAGES = {None: None, "sqlite": QueueSqliteStorage, "postgresql": PostgresStorage, "redis": RedisStorage}
+
+
 def storage_for(queue_url: str) -> tuple[type | None, dict]:
     """The storage class and its arguments for a queue URL; (None, {}) means immediate mode."""
-    if queue_url == IMMEDIATE:
-        return None, {}
-    scheme = urlsplit(queue_url).scheme.split("+", 1)[0]
-    if scheme == "sqlite":
-        path = queue_url.split(":///", 1)[1] if ":///" in queue_url else ""
-        if not path:
-            raise ValueError("a sqlite queue URL needs a file: sqlite:///path/to/queue.db")
-        return QueueSqliteStorage, {"filename": path, "timeout": 10}
-    if scheme in ("postgresql", "postgres"):
-        return PostgresStorage, {"dsn": "postgresql://" + queue_url.split("://", 1)[1]}
-    if scheme in ("redis", "rediss"):
-        return RedisStorage, {"url": queue_url}
-    raise ValueError(f"TICKWORK_QUEUE_URL {queue_url!r}: expected sqlite:///..., postgresql://..., redis://... or immediate")
+    kind, kwargs = queue_storage(queue_url)
+    return STORAGES[kind], kwargs
 
 
 class TickworkHuey(Huey):

@@ -1,37 +1,25 @@
-"""The Flask application factory."""
+"""The Flask application factory.
+
+Importing this package imports no Flask: the command line's database-only commands
+(:mod:`webapp.command_line`) start without it.
+"""
 
 from pathlib import Path
-
-from flask import Flask
-from werkzeug.routing import IntegerConverter
 
 from models.timing.clock import SystemClock
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 
-class RowIdConverter(IntegerConverter):
-    """``<int:...>`` in every route: ids are 32-bit on PostgreSQL, so a larger number is no
-    row of ours and answers 404 at routing instead of reaching the database.
-
-    The range is written into the pattern itself (1 to 2**31 - 1, no leading zeros): a value
-    refused later, by the converter, would let the router answer 405 when another method's
-    rule has the same path.
-    """
-
-    regex = (r"(?:[1-9]\d{0,8}|1\d{9}|20\d{8}|21[0-3]\d{7}|214[0-6]\d{6}|2147[0-3]\d{5}|21474[0-7]\d{4}"
-             r"|214748[0-2]\d{3}|2147483[0-5]\d{2}|21474836[0-3]\d|214748364[0-7])")
-
-    def __init__(self, url_map, *args, **kwargs):
-        kwargs.setdefault("max", 2**31 - 1)
-        super().__init__(url_map, *args, **kwargs)
-
-
-def create_app(test_config: dict | None = None) -> Flask:
+def create_app(test_config: dict | None = None) -> "Flask":
     """Build the app: defaults, then the environment, then ``test_config``, then extensions."""
-    app = Flask(__name__, instance_relative_config=True)
+    from flask import Flask
+
+    from webapp.config import build_policy, default_settings, finish_settings, instance_folder
+    from webapp.converters import RowIdConverter
+
+    app = Flask(__name__, instance_path=instance_folder(), instance_relative_config=True)
     app.url_map.converters["int"] = RowIdConverter
-    from webapp.config import build_policy, default_settings, finish_settings
 
     app.config.from_mapping(default_settings(app.instance_path))
     if test_config:

@@ -1,8 +1,7 @@
-"""The `tickwork` commands that need the app (registered by `init_app`; the entry point is `webapp.command_line`)."""
+"""The `tickwork` commands that need the app (registered by `init_app`, with the database-only ones of
+`webapp.database_commands`; the entry point is `webapp.command_line`)."""
 
 import json
-import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -11,28 +10,13 @@ from flask.cli import with_appcontext
 from sqlalchemy import select
 
 from jobs import cli as jobs_cli
-from models.accounts.members import add_member, find_user
-from models.accounts.tables import Role
-from models.accounts.tokens import expiry_after, issue_token
 from models.accounts.workspaces import change_workspace_zone, create_workspace, find_workspace
 from models.channels.operations import read_from_network, save_channel
 from models.core.database import write_session
-from models.core.errors import DomainError
 from models.core.moves import Actor
 from models.core.runtime import runtime
-
-
-def _fail(message: str):
-    raise click.ClickException(message)
-
-
-@contextmanager
-def _refusals_as_one_line():
-    """A domain refusal ends the command with its message, exit 1, and nothing written."""
-    try:
-        yield
-    except DomainError as exc:
-        _fail(exc.message)
+from webapp import database_commands
+from webapp.database_commands import fail as _fail, refusals_as_one_line as _refusals_as_one_line
 
 
 @click.group("workspace")
@@ -82,119 +66,6 @@ def workspace_set_plan(name, plan):
                                         actor=Actor(label="cli:set-plan"), context=context)
     context.announce(changed.pop("actions"))
     click.echo(json.dumps(changed, sort_keys=True))
-
-
-@click.group("user")
-def user_cli():
-    """Manage people."""
-
-
-def _password_from_stdin_or_prompt(password: str | None) -> str:
-    if password is None:
-        if sys.stdin.isatty():
-            password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-        else:
-            password = sys.stdin.readline().rstrip("\n")
-    return password
-
-
-@user_cli.command("create")
-@click.argument("email")
-@click.option("--workspace", "workspace_name", required=True)
-@click.option("--role", type=click.Choice([r.value for r in Role]), required=True)
-@click.option("--password", envvar="TICKWORK_PASSWORD", default=None, hidden=True)
-@with_appcontext
-def user_create(email, workspace_name, role, password):
-    """Create a user (or add an existing one to a workspace); the password comes from stdin or a prompt."""
-    password = _password_from_stdin_or_prompt(password)
-    with _refusals_as_one_line(), write_session() as session:
-        workspace = find_workspace(session, workspace_name)
-        membership = add_member(session, workspace.id, email=email, role=role, password=password or None,
-                                now=runtime().now())
-        email = membership.user.email
-    click.echo(f"{email} is {role} in {workspace_name}")
-
-
-@user_cli.command("set-password")
-@click.argument("email")
-@click.option("--password", envvar="TICKWORK_PASSWORD", default=None, hidden=True)
-@with_appcontext
-def user_set_password(email, password):
-    """Give a person a new password (from stdin or a prompt); every session of theirs ends."""
-    from models.accounts.sessions import set_password
-
-    password = _password_from_stdin_or_prompt(password)
-    with _refusals_as_one_line(), write_session() as session:
-        user = find_user(session, email)
-        ended = set_password(session, user.id, password, now=runtime().now())
-        email = user.email
-    click.echo(f"password of {email} changed; {ended} session{'s' if ended != 1 else ''} ended")
-
-
-@user_cli.command("deactivate")
-@click.argument("email")
-@with_appcontext
-def user_deactivate(email):
-    """Stop a person from signing in or using a token: their sessions end and their tokens are revoked."""
-    from models.accounts.sessions import deactivate_user
-
-    with _refusals_as_one_line(), write_session() as session:
-        user = find_user(session, email)
-        deactivate_user(session, user.id, now=runtime().now())
-        email = user.email
-    click.echo(f"{email} deactivated")
-
-
-@click.group("token")
-def token_cli():
-    """Manage API tokens."""
-
-
-@token_cli.command("create")
-@click.argument("email")
-@click.option("--workspace", "workspace_name", required=True)
-@click.option("--name", default="command line", show_default=True, help="what the token is for")
-@click.option("--expires-days", default=None, help="whole days until it stops working (default: never)")
-@with_appcontext
-def token_create(email, workspace_name, name, expires_days):
-    """Create an API token and print it once."""
-    now = runtime().now()
-    with _refusals_as_one_line(), write_session() as session:
-        raw = issue_token(session, find_user(session, email), find_workspace(session, workspace_name), now,
-                          name=name, expires_at=expiry_after(expires_days, now=now))
-    click.echo(raw)
-
-
-@token_cli.command("list")
-@click.option("--workspace", "workspace_name", required=True)
-@click.option("--email", default=None, help="only this person's tokens")
-@with_appcontext
-def token_list(workspace_name, email):
-    """List a workspace's tokens that were not revoked (never their secret), as JSON lines."""
-    from models.accounts.tokens import list_tokens, token_state
-
-    now = runtime().now()
-    with _refusals_as_one_line(), write_session() as session:
-        workspace = find_workspace(session, workspace_name)
-        user_id = find_user(session, email).id if email else None
-        for token in list_tokens(session, workspace.id, user_id=user_id):
-            click.echo(json.dumps({"id": token.id, "name": token.name, "email": token.user.email,
-                                   "state": token_state(token, now), "created_at": token.created_at.isoformat(),
-                                   "expires_at": token.expires_at and token.expires_at.isoformat(),
-                                   "last_used_at": token.last_used_at and token.last_used_at.isoformat()}))
-
-
-@token_cli.command("revoke")
-@click.argument("token_id", type=click.IntRange(min=1, max=2**31 - 1))
-@with_appcontext
-def token_revoke(token_id):
-    """Revoke the token with this id (``tickwork token list`` shows ids); it stops working at once."""
-    from models.accounts.tokens import revoke_token_by_id
-
-    with _refusals_as_one_line(), write_session() as session:
-        token = revoke_token_by_id(session, token_id, now=runtime().now())
-        label = f"token #{token.id} ({token.name or 'unnamed'}) of {token.user.email}"
-    click.echo(f"{label} revoked")
 
 
 @click.group("channel")
@@ -346,7 +217,8 @@ def _db_group_reporting_destinations(app: Flask) -> click.Group:
 
 
 def init_app(app: Flask) -> None:
-    for command in (workspace_cli, user_cli, token_cli, channel_cli, demo_command, backup_command, restore_command):
+    for command in (workspace_cli, *database_commands.GROUPS, channel_cli, demo_command, backup_command,
+                    restore_command):
         app.cli.add_command(command)
     if "db" in app.cli.commands:
         app.cli.add_command(_db_group_reporting_destinations(app))

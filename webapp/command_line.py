@@ -1,14 +1,22 @@
-"""The ``tickwork`` entry point: a command group that lists its commands without building the app.
+"""The ``tickwork`` entry point, which starts no more than the command asked for needs.
 
-Building the app imports every wing and the job machinery, seconds on a small box, and
-``tickwork --help`` needs none of it: the group lists the commands from :data:`COMMANDS`, a
-table of names and their one-line help, and builds the app only when a command is run (or
-its own ``--help`` is asked for). ``tests/unit/test_command_line.py`` holds the table to the
-app's real commands, so a command added to the app without a line here fails the suite.
+- ``tickwork --help`` lists the commands from :data:`COMMANDS`, a table of names and their
+  one-line help, and builds no app (:func:`flask_group`); ``tests/web/test_command_line.py``
+  holds the table to the app's real commands, so a command added to the app without a line
+  here fails the suite.
+- The commands of :data:`DATABASE_ONLY` (people and tokens) need only the database: they run
+  without Flask, the wings or the job machinery (``webapp.database_commands``), after the same
+  checks of the settings a starting app makes.
+- Every other command builds the app, as ``flask --app wsgi`` does.
+
+Importing this module imports no Flask.
 """
 
+import functools
+import os
+import sys
+
 import click
-from flask.cli import FlaskGroup
 
 # Every command the app offers, with its help's first sentence: the app's own (webapp.cli,
 # jobs.cli, one per clock job), Flask-Migrate's ``db``, Flask-Limiter's ``limiter`` and
@@ -47,18 +55,24 @@ COMMANDS = {
 }
 
 
-class TickworkGroup(FlaskGroup):
-    """Flask's group, listing :data:`COMMANDS` instead of building the app to ask it."""
+# The commands that need only the database, run without building the app (webapp.database_commands).
+DATABASE_ONLY = ("token", "user")
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        width = max(map(len, COMMANDS))
-        limit = formatter.width - 6 - width
-        rows = [(name, click.utils.make_default_short_help(COMMANDS[name], limit)) for name in sorted(COMMANDS)]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
+def runs_without_the_app(args: list[str]) -> bool:
+    """Whether ``tickwork ARGS`` is a database-only command that Flask's group would run exactly alike.
+
+    Not when an option comes before the command (``--app``, ``--env-file``, ``--debug`` are Flask's),
+    when ``FLASK_APP`` names another app, or when a ``.env``/``.flaskenv`` file is here or python-dotenv is
+    installed: Flask's group reads those files (or says it cannot), and then goes its own way.
+    """
+    if not args or args[0] not in DATABASE_ONLY or os.environ.get("FLASK_APP"):
+        return False
+    if os.path.isfile(".env") or os.path.isfile(".flaskenv"):
+        return False
+    from importlib.util import find_spec
+
+    return find_spec("dotenv") is None
 
 
 def _create_app():
@@ -83,9 +97,36 @@ def assets_command(registry, force):
         click.echo(line)
 
 
-cli = TickworkGroup(create_app=_create_app, add_version_option=False, help="Tickwork: actions that fire on time, once.")
-# Needs no app (nor a database): it runs from a fresh install, before anything is configured.
-cli.add_command(assets_command)
+@functools.cache
+def flask_group() -> click.Group:
+    """Flask's group, listing :data:`COMMANDS` instead of building the app to ask it; made on first use,
+    since importing Flask is most of what ``tickwork --help`` costs and the database-only commands need none."""
+    from flask.cli import FlaskGroup
+
+    class TickworkGroup(FlaskGroup):
+        """Flask's group, listing :data:`COMMANDS` instead of building the app to ask it."""
+
+        def list_commands(self, ctx: click.Context) -> list[str]:
+            return sorted(COMMANDS)
+
+        def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+            width = max(map(len, COMMANDS))
+            limit = formatter.width - 6 - width
+            rows = [(name, click.utils.make_default_short_help(COMMANDS[name], limit)) for name in sorted(COMMANDS)]
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    group = TickworkGroup(create_app=_create_app, add_version_option=False,
+                          help="Tickwork: actions that fire on time, once.")
+    # Needs no app (nor a database): it runs from a fresh install, before anything is configured.
+    group.add_command(assets_command)
+    return group
+
+
+def __getattr__(name: str):
+    if name == "cli":  # the group as an attribute, made when first asked for
+        return flask_group()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main():
@@ -94,8 +135,15 @@ def main():
 
     set_private_umask()  # before anything is created: the database, its WAL, the queue, backups
 
+    args = sys.argv[1:]
     try:
-        cli.main(prog_name="tickwork")
+        if runs_without_the_app(args):
+            from webapp.database_commands import GROUPS, database_only
+
+            database = database_only()  # the settings are checked first, as building the app checks them
+            click.Group("tickwork", commands=GROUPS).main(args, prog_name="tickwork", obj=database)
+        else:
+            flask_group().main(prog_name="tickwork")
     except ConfigurationError as exc:
         click.echo(f"tickwork: {exc}", err=True)
         raise SystemExit(2) from None

@@ -1,16 +1,48 @@
-"""Configuration from the environment, with defaults for a single box."""
+"""Configuration from the environment, with defaults for a single box.
+
+Every setting is checked when a process starts (:func:`finish_settings`, and for the command
+line's database-only commands :func:`check_start_settings`). This module imports only light
+modules: a setting whose parser lives in a heavy one (the egress policy, the alert rules,
+the plans) is parsed by it only when the setting is given, since its default needs no check.
+"""
 
 import json
 import os
 import secrets
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from models.alerts.operator import direct_destinations as alert_destinations, rule_settings as alert_rule_settings
-from models.core.egress import parse_allow
 from models.core.errors import ConfigurationError
 from models.core.files import make_private_dir
 from models.core.policy import Policy
+from models.core.queue_url import queue_storage
+
+
+def instance_folder() -> str:
+    """The app's instance folder, where Flask's ``auto_find_instance_path`` puts it for this package.
+
+    The checkout's ``instance/`` when run from a checkout (an editable install), else
+    ``<prefix>/var/webapp-instance`` under the Python or virtualenv it is installed into.
+    Written out here so a command that builds no app finds the same folder.
+    """
+    package_path = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if Path(package_path).is_relative_to(os.path.abspath(sys.prefix)):
+        prefix = os.path.abspath(sys.prefix)
+    else:
+        site_parent, site_folder = os.path.split(package_path)
+        prefix = None
+        if site_folder.lower() == "site-packages":
+            parent, folder = os.path.split(site_parent)
+            if folder.lower() == "lib":
+                prefix = parent
+            elif os.path.basename(parent).lower() == "lib":
+                prefix = os.path.dirname(parent)
+            else:
+                prefix = site_parent
+    if prefix is None:
+        return os.path.join(package_path, "instance")
+    return os.path.join(prefix, "var", "webapp-instance")
 
 
 def _secret_key(instance_path: Path) -> str:
@@ -88,14 +120,24 @@ def default_settings(instance_path: str) -> dict:
     }
 
 
-def finish_settings(config: dict, instance_path: str) -> None:
+def finish_settings(config: dict, instance_path: str, *, alerts: bool = True) -> None:
+    """Check the settings (a bad one stops the start, naming it) and fill in what follows from them.
+
+    ``alerts=False`` (a command that sends no alert) checks the alert settings only when one is given,
+    without reading them into ``TICKWORK_ALERT_RULES`` and ``TICKWORK_ALERT_DESTINATIONS``.
+    """
     if not config.get("SECRET_KEY"):
         config["SECRET_KEY"] = _secret_key(Path(instance_path))
     check_secret_key(config["SECRET_KEY"])
     check_base_url(config.get("TICKWORK_BASE_URL"))
-    parse_allow(config.get("TICKWORK_EGRESS_ALLOW"))  # a bad entry stops the start, naming it
-    config["TICKWORK_ALERT_RULES"] = alert_rule_settings(config.get("TICKWORK_ALERT_RULES_JSON"))
-    config["TICKWORK_ALERT_DESTINATIONS"] = alert_destinations(config)
+    if config.get("TICKWORK_EGRESS_ALLOW"):
+        from models.core.egress import parse_allow
+
+        parse_allow(config["TICKWORK_EGRESS_ALLOW"])  # a bad entry stops the start, naming it
+    if alerts:
+        config["TICKWORK_ALERT_RULES"], config["TICKWORK_ALERT_DESTINATIONS"] = _alert_settings(config)
+    elif any(config.get(name) for name in ALERT_SETTINGS):
+        _alert_settings(config)
     for name in RETENTION_DAYS:
         config[name] = check_days(name, config.get(name))
     for name in MEDIA_SIZES:
@@ -114,6 +156,31 @@ def finish_settings(config: dict, instance_path: str) -> None:
         config["SQLALCHEMY_ENGINE_OPTIONS"] = options
     if uri.startswith("sqlite:///"):
         make_private_dir(Path(uri.removeprefix("sqlite:///")).parent)
+
+
+def _alert_settings(config: dict) -> tuple[dict, list]:
+    from models.alerts.operator import direct_destinations, rule_settings
+
+    return rule_settings(config.get("TICKWORK_ALERT_RULES_JSON")), direct_destinations(config)
+
+
+def database_only_settings() -> dict:
+    """The settings of a command that needs only the database (``webapp.database_commands``), built and
+    checked as :func:`webapp.create_app` checks them, in its order, without building the app: a setting
+    no process could start with stops this one too, naming it."""
+    instance = instance_folder()
+    config = default_settings(instance)
+    finish_settings(config, instance, alerts=False)
+    build_policy(config["TICKWORK_POLICY"])
+    try:
+        queue_storage(config["TICKWORK_QUEUE_URL"])  # as jobs.init_app
+        if config.get("TICKWORK_PLANS_JSON"):  # as jobs.works.init_app; the default plans are good
+            from models.works.plans import parse_plans
+
+            parse_plans(config["TICKWORK_PLANS_JSON"])
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    return config
 
 
 ALERT_SETTINGS = ("TICKWORK_ALERT_RULES_JSON", "TICKWORK_ALERT_SMTP_URL", "TICKWORK_ALERT_EMAIL_TO",

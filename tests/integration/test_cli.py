@@ -141,7 +141,8 @@ def test_max_attempts_above_five_stops_every_process_at_start_naming_it(database
     tickwork = shutil.which("tickwork", path=str(ROOT / ".venv" / "bin")) or shutil.which("tickwork")
     env = dict(os.environ, TICKWORK_DATABASE_URL=database_url, TICKWORK_SECRET_KEY=TEST_SECRET,
                TICKWORK_QUEUE_URL="immediate", TICKWORK_POLICY_JSON='{"max_attempts": 6}')
-    for command in (["dispatch-works"], ["consumer"]):
+    for command in (["dispatch-works"], ["consumer"], ["token", "list", "--workspace", "Acme"],
+                    ["user", "deactivate", "x@acme.test"]):
         result = subprocess.run([tickwork, *command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 2 and "max_attempts is from 1 to 5" in result.stderr, (command, result.stderr)
     web = subprocess.run([sys.executable, "-c", "import wsgi"], cwd=ROOT, env=env, capture_output=True, text=True,
@@ -157,3 +158,88 @@ def test_user_create_makes_a_reviewer_who_reads_but_composes_nothing(app, world,
     refused = client.post("/api/v1/posts", headers=auth,
                           json={"body": "Mine", "targets": ["main"], "local_time": "2026-06-02T09:00"})
     assert refused.status_code == 403
+
+
+# What the database-only commands may import: no Flask, no wing above accounts, no job machinery.
+RUN_AND_LIST_MODULES = """
+import json, sys
+from webapp.command_line import main
+sys.argv = ["tickwork", *json.loads(sys.argv[1])]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+heavy = sorted(name for name in sys.modules if name.split(".")[0] in ("flask", "flask_sqlalchemy", "jobs", "huey",
+               "httpx", "werkzeug", "jinja2") or name.startswith(("webapp.cli", "webapp.views", "webapp.api",
+               "models.actions", "models.channels", "models.alerts", "models.works", "models.wings")))
+print(json.dumps({"code": code, "heavy": heavy}))
+"""
+
+
+def _tickwork_env(database_url: str, **extra: str) -> dict:
+    """The environment of an installed ``tickwork`` on ``database_url``, without the suite's own settings."""
+    env = {"PATH": os.environ["PATH"], "TICKWORK_DATABASE_URL": database_url, "TICKWORK_SECRET_KEY": TEST_SECRET,
+           "TICKWORK_QUEUE_URL": "immediate", **extra}
+    return env
+
+
+def _run_listing_modules(database_url: str, *args: str, stdin: str | None = None, **extra: str):
+    import json
+
+    done = subprocess.run([sys.executable, "-c", RUN_AND_LIST_MODULES, json.dumps(args)], cwd=ROOT, input=stdin,
+                          env=_tickwork_env(database_url, **extra), capture_output=True, text=True, timeout=120)
+    *output, listed = done.stdout.splitlines()
+    return json.loads(listed), "\n".join(output), done.stderr
+
+
+def test_token_and_user_commands_run_on_the_database_alone_and_answer_as_through_the_app(app, client,
+                                                                                          database_url):
+    """``tickwork user ...`` and ``token ...`` build no app: nothing of Flask, the wings or the jobs is imported,
+    and what they write is what the app reads (the token they print works on the API)."""
+    import json
+
+    _ok(app.test_cli_runner().invoke(args=["workspace", "create", "Pied Piper", "--timezone", "UTC"]))
+    made, output, _ = _run_listing_modules(database_url, "user", "create", "Richard@Piper.test", "--workspace",
+                                           "Pied Piper", "--role", "ops", stdin="a long password\n")
+    assert made == {"code": 0, "heavy": []} and output == "richard@piper.test is ops in Pied Piper"
+    made, raw, _ = _run_listing_modules(database_url, "token", "create", "richard@piper.test", "--workspace",
+                                        "Pied Piper", "--name", "cron")
+    assert made == {"code": 0, "heavy": []} and raw.startswith("tw_")
+    assert client.get("/api/v1/actions", headers={"Authorization": f"Bearer {raw}"}).status_code == 200
+    listed, output, _ = _run_listing_modules(database_url, "token", "list", "--workspace", "Pied Piper")
+    [token] = [json.loads(line) for line in output.splitlines()]
+    assert listed["heavy"] == [] and token["name"] == "cron" and token["email"] == "richard@piper.test"
+    revoked, output, _ = _run_listing_modules(database_url, "token", "revoke", str(token["id"]))
+    assert revoked == {"code": 0, "heavy": []} and output == f"token #{token['id']} (cron) of richard@piper.test revoked"
+    assert client.get("/api/v1/actions", headers={"Authorization": f"Bearer {raw}"}).status_code == 401
+
+
+@pytest.mark.parametrize("args, exit_code, fragment", [
+    (("token", "create", "ghost@acme.test", "--workspace", "Nowhere"), 1, "Error: no user 'ghost@acme.test'"),
+    (("token", "revoke", "999999"), 1, "Error: no token #999999"),
+    (("token", "revoke", "0"), 2, "Invalid value for 'TOKEN_ID'"),
+    (("token", "create"), 2, "Missing argument 'EMAIL'"),
+    (("user", "create", "x@y.test", "--workspace", "Nowhere", "--role", "ops"), 1, "no workspace named"),
+])
+def test_a_database_only_command_refuses_as_through_the_app(database_url, args, exit_code, fragment):
+    ran, output, stderr = _run_listing_modules(database_url, *args, stdin="a long password\n")
+    assert ran == {"code": exit_code, "heavy": []} and fragment in stderr and "Traceback" not in stderr, stderr
+    assert output == ""
+
+
+@pytest.mark.parametrize("setting, value, fragment", [
+    ("TICKWORK_QUEUE_URL", "ftp://queue", "TICKWORK_QUEUE_URL 'ftp://queue': expected"),
+    ("TICKWORK_EGRESS_ALLOW", "10.0.0.0/8,relay internal", "TICKWORK_EGRESS_ALLOW: 'relay internal' is neither"),
+    ("TICKWORK_ALERT_SMTP_URL", "smtp://relay.test", "TICKWORK_ALERT_EMAIL_TO must name who receives"),
+    ("TICKWORK_PLANS_JSON", "[", "TICKWORK_PLANS_JSON is not valid JSON"),
+    ("TICKWORK_RETENTION_DAYS", "0", "TICKWORK_RETENTION_DAYS '0': expected a whole number of days"),
+    ("TICKWORK_SECRET_KEY", "short", "TICKWORK_SECRET_KEY is 5 bytes long"),
+])
+@pytest.mark.only_backend("sqlite")  # read before any database is opened
+def test_a_database_only_command_stops_at_start_on_any_setting_the_app_stops_on(database_url, setting, value,
+                                                                                 fragment):
+    ran, output, stderr = _run_listing_modules(database_url, "token", "list", "--workspace", "Acme",
+                                               **{setting: value})
+    assert ran["code"] == 2 and stderr.startswith("tickwork: ") and fragment in stderr
+    assert stderr.strip().count("\n") == 0 and output == ""
+

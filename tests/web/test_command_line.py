@@ -49,3 +49,12 @@ def test_help_lists_every_command_and_builds_no_app(tmp_path):
     names = [line.split()[0] for line in listing[listing.index("Commands:") + 1:] if line.startswith("  ")]
     assert names == sorted(COMMANDS)
     assert json.loads(imported) == []
+
+
+def test_the_instance_folder_is_where_flask_puts_it():
+    """The database-only commands find the default database and the generated secret key where the app does."""
+    from flask import Flask
+
+    from webapp.config import instance_folder
+
+    assert instance_folder() == Flask("webapp").auto_find_instance_path()
