@@ -7,7 +7,9 @@ which it has: ``replies = True`` (X, Bluesky, Mastodon, Threads), or ``comments 
 the rules a comment's text and media meet there (LinkedIn, Facebook, Instagram). A target whose
 network has neither refuses a post that carries either, at save (a 422 naming the channel), and
 so does a post whose thread (or comment) no target would take; otherwise each target takes what
-its network has and posts the head alone when it has nothing else.
+its network has and posts the head alone when it has nothing else. The items are shared: a
+target's variant (:mod:`models.posts.content`) replaces its head, never its thread or comment,
+so every target that takes a thread sends the same items, each held to every such target's rules.
 
 Every item is a row of its own, keyed so the dedupe index and the publish guard apply:
 
