@@ -5,6 +5,12 @@ A post has a main body and media; ``posts.variants`` may give a target (by chann
 with a body only sends that body with the main media; ``"media": []`` sends no media there. The
 save's checks, the composer's counters and previews, and the row the reconciler keeps for the
 target all ask :func:`content_for`, so what is checked and shown is what is sent.
+
+A variant replaces the post's head only. A thread's items and the first comment are shared: every
+target that takes a thread sends the same items, every target that takes comments the same
+comment (:mod:`models.posts.threads`). A network that needs a shorter reply gets the items
+written to fit it (the save holds each item to every replying target's rules); per-network
+threads would be a thread per variant, which no one has asked for yet.
 """
 
 from models.posts.tables import Post

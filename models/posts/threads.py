@@ -7,7 +7,9 @@ which it has: ``replies = True`` (X, Bluesky, Mastodon, Threads), or ``comments 
 the rules a comment's text and media meet there (LinkedIn, Facebook, Instagram). A target whose
 network has neither refuses a post that carries either, at save (a 422 naming the channel), and
 so does a post whose thread (or comment) no target would take; otherwise each target takes what
-its network has and posts the head alone when it has nothing else.
+its network has and posts the head alone when it has nothing else. The items are shared: a
+target's variant (:mod:`models.posts.content`) replaces its head, never its thread or comment,
+so every target that takes a thread sends the same items, each held to every such target's rules.
 
 Every item is a row of its own, keyed so the dedupe index and the publish guard apply:
 
@@ -37,17 +39,18 @@ from models.actions.guard import DuplicateActiveAction, PublishGuardViolation
 from models.actions.scheduling import NewAction, insert_action
 from models.actions.tables import Origin, ScheduledAction, Status
 from models.channels.providers import PROVIDERS, accepts_for
-from models.channels.providers.accepts import Accepts, media_breaks, text_breaks
+from models.channels.providers.accepts import Accepts, Broken, Count, media_breaks, text_breaks, text_counts
 from models.channels.tables import Channel
 from models.core.errors import InvalidInput
 from models.core.moves import Actor
 from models.media.library import facts_of, media_in_order
-from models.posts.checks import media_ids
+from models.posts.checks import known_facts, media_ids
 from models.posts.tables import ACTION_TYPE, Post, PostStatus, thing_id_of
 
 MAX_THREAD = 24  # items after the head
 MAX_ITEM_BODY = 100_000  # characters, before any network's own rule
 COMMENT = "comment"
+THREAD = "thread"
 ITEM_FIELDS = {"body", "media"}
 
 
@@ -62,6 +65,36 @@ def has_replies(kind: str) -> bool:
 def comment_rules(kind: str) -> Accepts | None:
     """What a comment under a post meets on a network of ``kind``; None when it has no comments."""
     return getattr(PROVIDERS.get(kind), "comments", None)
+
+
+def takers(channels: list[Channel], what: str) -> list[tuple[Channel, Accepts]]:
+    """The targets that take a ``THREAD``'s items or the ``COMMENT``, each with the rules an item meets there: a
+    reply is a post of its network (its own rules), a comment meets the network's comment rules."""
+    if what == COMMENT:
+        return [(channel, rules) for channel in channels if (rules := comment_rules(channel.kind)) is not None]
+    return [(channel, accepts_for(channel.kind)) for channel in channels if has_replies(channel.kind)]
+
+
+@dataclass(frozen=True)
+class ItemFit:
+    """How one thread item or the first comment fits one target, for the composer's counter under it."""
+
+    channel: Channel
+    counts: list[Count]
+    broken: Broken | None  # the first rule the item breaks there, as the save would refuse it
+
+
+def fit_item(session: Session, workspace_id: int, body: str, media, channels: list[Channel],
+             what: str) -> list[ItemFit]:
+    """Each target that takes the item (``THREAD`` or ``COMMENT``): its text counted as that network counts, and the
+    first rule broken: the rules the save holds it to (:func:`check_thread`, :func:`check_first_comment`)."""
+    facts = known_facts(session, workspace_id, media)
+    fits = []
+    for channel, accepts in takers(channels, what):
+        broken = text_breaks(accepts, channel.config, body) if body else None
+        fits.append(ItemFit(channel, text_counts(accepts, channel.config, body),
+                            broken or media_breaks(accepts, facts, body, channel.config)))
+    return fits
 
 
 # -- the keys ---------------------------------------------------------------------------------
@@ -177,7 +210,7 @@ def check_thread(session: Session, workspace_id: int, thread, channels: list[Cha
     if not replying:
         raise InvalidInput("no target has replies to carry a thread (X, Bluesky, Mastodon, Threads have them)",
                            field="thread", code="no_follow_ups")
-    rules = [(channel, accepts_for(channel.kind)) for channel in replying]
+    rules = takers(channels, THREAD)
     for index, item in enumerate(items):
         _meets(session, workspace_id, item, f"thread[{index}]", rules)
     return items
@@ -189,8 +222,7 @@ def check_first_comment(session: Session, workspace_id: int, comment, channels: 
         return None
     item = _item(comment, "first_comment", text_alone=True)
     _refuse_targets_without_either(channels, "first_comment")
-    commenting = [(channel, comment_rules(channel.kind)) for channel in channels
-                  if comment_rules(channel.kind) is not None]
+    commenting = takers(channels, COMMENT)
     if not commenting:
         raise InvalidInput("no target has comments to carry a first comment (LinkedIn, Facebook, Instagram have "
                            "them)", field="first_comment", code="no_follow_ups")

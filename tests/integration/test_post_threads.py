@@ -105,6 +105,34 @@ def test_a_three_item_thread_posts_three_records_each_replying_to_the_one_before
     assert post_rows(app, post_id).keys() == rows.keys()
 
 
+def test_a_variant_replaces_the_head_only_and_every_target_sends_the_same_thread(app, client, world, pds, clock):
+    """Thread items are shared by every target that takes threads: a target's variant changes its head, never its
+    replies (models/posts/content.py, docs/operations.md)."""
+    sky(app, pds)
+    make_channel(app, "bluesky", {"url": pds.url, "handle": pds.handle, "rate": "none"}, pds.password, name="sky-two")
+    post_id = approved_thread(client, world, targets=["sky", "sky-two"],
+                              variants={"sky": {"body": "First, for the first account: bread at nine"}})
+    clock.set(AT_LATER)
+    for _ in range(3):  # the heads, then each one's item 2, then each one's item 3
+        assert tick(app)["outcomes"] == {"published": 2}
+    sent = sorted(record["text"] for record, _ in pds.records.values())
+    assert sent == sorted(["First, for the first account: bread at nine", "First: fresh bread at nine",
+                           "Second: the rye", "Second: the rye", "Third: the oven at dawn", "Third: the oven at dawn"])
+    rows = post_rows_by_target(app, post_id)
+    for target in ("sky", "sky-two"):
+        assert [row.payload["body"] for row in rows[target][1:]] == ["Second: the rye", "Third: the oven at dawn"]
+
+
+def post_rows_by_target(app, post_id: int) -> dict[str, list[ScheduledAction]]:
+    with app.app_context(), read_session() as session:
+        found = session.scalars(select(ScheduledAction).where(ScheduledAction.thing_id.like(f"post:{post_id}%"))
+                                .order_by(ScheduledAction.id)).all()
+    by_target: dict[str, list[ScheduledAction]] = {}
+    for row in found:
+        by_target.setdefault(row.target_key, []).append(row)
+    return by_target
+
+
 def test_a_failed_second_item_leaves_the_third_unsent_until_a_retry_then_the_thread_continues(
         app, client, world, pds, clock):
     sky(app, pds)

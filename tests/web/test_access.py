@@ -32,6 +32,8 @@ def pages(acme):
         ("/posts/preview-time?date=2026-06-10&time=09:00", "marketer", 302, 200),
         ("/posts/tailoring?targets=main&variant_body:main=Hi", "marketer", 302, 200),
         ("/posts/previews?body=Hi&targets=main", "marketer", 302, 200),
+        ("/posts/follow-ups?targets=main&thread_body=Hi", "marketer", 302, 200),
+        ("/posts/follow-up-counts?targets=main&thread_body=Hi", "marketer", 302, 200),
         (f"/calendar/move?post={acme.post}", "marketer", 200, 200),
         (f"/calendar/move-preview?post={acme.post}&date=2026-06-12&time=09:00", "marketer", 302, 200),
         (f"/actions/{acme.queued}", "marketer", 200, 200),

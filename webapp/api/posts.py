@@ -343,7 +343,9 @@ _FIELDS = {
                  "additionalProperties": {"$ref": "#/components/schemas/PostVariant"}},
     "thread": {"type": ["array", "null"], "maxItems": 24,
                "description": "items after the post, each sent as a reply to the one before on targets with replies "
-                              "(X, Bluesky, Mastodon, Threads); a target with neither replies nor comments refuses it",
+                              "(X, Bluesky, Mastodon, Threads), the same items on each (a variant replaces the "
+                              "head only) and each checked against every such target's rules; a target with "
+                              "neither replies nor comments refuses it",
                "items": {"$ref": "#/components/schemas/PostItem"}},
     "first_comment": {"description": "a comment under the post on targets with comments (LinkedIn, Facebook, "
                                      "Instagram): an item, or a string (its body)",

@@ -341,3 +341,45 @@ document.addEventListener("htmx:error", function (event) {
   document.addEventListener("htmx:after:settle", mark);
   document.addEventListener("DOMContentLoaded", mark);
 })();
+
+// The composer's thread: "Add an item" appends a blank item from the section's <template>, "Remove" takes one out;
+// the items are numbered after the post (item 1) again, and an input event tells the counters and the previews.
+(function () {
+  function renumber(list) {
+    Array.prototype.forEach.call(list.children, function (item, index) {
+      var number = String(index + 2);
+      item.querySelectorAll("[data-item-number]").forEach(function (mark) { mark.textContent = number; });
+      item.querySelectorAll("textarea").forEach(function (field) {
+        var label = item.querySelector('label[for="' + field.id + '"]');
+        field.id = field.name.replace("thread_", "thread-") + "-" + number;
+        if (label) label.htmlFor = field.id;
+      });
+      var remove = item.querySelector("[data-remove-thread-item]");
+      if (remove) remove.setAttribute("aria-label", "Remove item " + number);
+    });
+  }
+  function told(list) { list.dispatchEvent(new Event("input", { bubbles: true })); }
+
+  document.addEventListener("click", function (event) {
+    var add = event.target.closest ? event.target.closest("[data-add-thread-item]") : null;
+    var remove = event.target.closest ? event.target.closest("[data-remove-thread-item]") : null;
+    if (add) {
+      var section = add.closest("fieldset");
+      var list = section.querySelector("[data-thread-items]");
+      var blank = section.querySelector("template[data-thread-item]");
+      list.appendChild(blank.content.cloneNode(true));
+      renumber(list);
+      list.lastElementChild.querySelector("textarea").focus();
+      told(list);
+    } else if (remove) {
+      var item = remove.closest("li");
+      var items = item.parentElement;
+      var next = item.nextElementSibling || item.previousElementSibling;
+      item.remove();
+      renumber(items);
+      var focus = next ? next.querySelector("textarea") : items.closest("fieldset").querySelector("[data-add-thread-item]");
+      if (focus) focus.focus();
+      told(items);
+    }
+  });
+})();

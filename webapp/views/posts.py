@@ -1,5 +1,5 @@
-"""The post composer: write, target, tailor per network (with a live preview of each), time, save as draft,
-approve, unapprove, archive, post now.
+"""The post composer: write, target, tailor per network (with a live preview of each), follow it with a thread or a
+first comment, time, save as draft, approve, unapprove, archive, post now.
 
 Every rule lives in :mod:`models.posts`; these views parse the form, call it, and render.
 """
@@ -14,7 +14,8 @@ from models.core.errors import DomainError, InvalidInput
 from models.posts.tables import ACTION_TYPE, PostStatus, post_id_of
 from models.posts.operations import approve_post, archive_post, create_post, post_now, unapprove_post, update_post
 from models.posts.reading import delivery_of, get_post, post_rows, post_targets, posts_by_id
-from models.posts.threads import follow_up_rows, follow_ups_of, position_of
+from models.posts.threads import (COMMENT, MAX_THREAD, THREAD, fit_item, follow_up_rows, follow_ups_of, position_of,
+                                  takers)
 from models.core.time_input import parse_clock, parse_day, resolve_typed
 from models.core.runtime import runtime
 from models.imports.runs import commit, dry_run
@@ -56,8 +57,114 @@ def _form_fields(form, *, timed: bool = True) -> dict:
                                                                 actor=v.actor, now=runtime().now())}
                 if own.get("media") else own
                 for name, own in _variants_of(_typed_tabs(form, form.getlist("targets"))).items()}
+    thread, _ = _thread_items(_typed_thread(form))
+    for index, item in enumerate(thread):
+        try:
+            item["media"] = fetch_links_into_library(v.workspace.id, item["media"], settings=media_settings(),
+                                                     actor=v.actor, now=runtime().now())
+        except InvalidInput as exc:
+            raise InvalidInput(exc.message, field=f"thread[{index}].media", code=exc.code) from None
     return dict(body=form.get("body") or "", targets=form.getlist("targets"), media=media, variants=variants,
+                thread=thread or None, first_comment=_comment_item(_typed_comment(form)),
                 wall_date=wall_date, wall_time=wall_time)
+
+
+# -- what follows the post: a thread's items (networks with replies), a first comment (networks with comments) ---
+
+
+def _typed_thread(source) -> list[dict]:
+    """The thread's items as typed, in order: each one's text and media lines (one more than a thread may hold, so
+    the save can say it is too long)."""
+    bodies, media = source.getlist("thread_body"), source.getlist("thread_media")
+    media += [""] * (len(bodies) - len(media))
+    return [dict(body=body, media=lines) for body, lines in zip(bodies, media)][:MAX_THREAD + 1]
+
+
+def _thread_items(typed: list[dict]) -> tuple[list[dict], list[int]]:
+    """The typed items that hold something, as the domain takes them, and where each one is in the form: an item
+    left empty is no item."""
+    items, where = [], []
+    for index, item in enumerate(typed):
+        lines = _media_lines(item["media"])
+        if item["body"].strip() or lines:
+            items.append({"body": item["body"], "media": lines})
+            where.append(index)
+    return items, where
+
+
+def _typed_comment(source) -> dict:
+    return dict(body=source.get("first_comment_body", ""))
+
+
+def _comment_item(typed: dict) -> dict | None:
+    """The first comment as the domain takes it (text: no network Tickwork posts to takes media in a comment)."""
+    return {"body": typed["body"], "media": []} if typed["body"].strip() else None
+
+
+def _saved_thread(post) -> list[dict]:
+    return [dict(body=item.get("body", ""), media="\n".join(str(m) for m in item.get("media") or []))
+            for item in post.thread or []]
+
+
+def _follow_up_error(error: DomainError | None, typed: list[dict]) -> dict | None:
+    """Which follow-up field a refusal is about, with the item's place in the form (``thread[1]`` of the saved list is
+    the form's third item when the second was left empty)."""
+    field = (error.field or "") if error is not None else ""
+    if field == "first_comment" or field.startswith("first_comment."):
+        return dict(what=COMMENT, index=None)
+    if field != "thread" and not field.startswith("thread["):
+        return None
+    index = None
+    if field.startswith("thread["):
+        number = field[7:].split("]", 1)[0]
+        _, where = _thread_items(typed)
+        if number.isdecimal() and int(number) < len(where):
+            index = where[int(number)]
+    part = field.rsplit(".", 1)[1] if "." in field else None
+    return dict(what=THREAD, index=index, part=part)
+
+
+def _follow_up_view(values: dict, workspace_id: int, *, editable: bool, error: DomainError | None = None) -> dict:
+    """What the follow-ups section shows: which checked targets take a thread and a first comment, the thread's
+    and the comment's counters per network, and the field a refusal is about."""
+    named = [name for name in values.get("targets") or [] if isinstance(name, str)]
+    channels = [channel for channel in _channels(workspace_id) if channel.name in named]
+    thread, comment = values.get("thread") or [], values.get("first_comment") or {}
+    replying = [channel.name for channel, _ in takers(channels, THREAD)]
+    commenting = [channel.name for channel, _ in takers(channels, COMMENT)]
+    thread_fits = [(number, fit_item(db.session, workspace_id, item["body"], _media_lines(item["media"]), channels,
+                                     THREAD))
+                   for number, item in enumerate(thread, 2) if item["body"].strip() or _media_lines(item["media"])]
+    comment_fits = (fit_item(db.session, workspace_id, comment["body"], [], channels, COMMENT)
+                    if (comment.get("body") or "").strip() else [])
+    return dict(replying=replying, commenting=commenting, thread_fits=thread_fits, comment_fits=comment_fits,
+                show_thread=bool(thread) or (editable and bool(replying)),
+                show_comment=bool((comment.get("body") or "").strip()) or (editable and bool(commenting)),
+                error=_follow_up_error(error, thread) if error is not None else None, message=error)
+
+
+@bp.get("/posts/follow-ups")
+@require(Permission.READ)
+def follow_ups():
+    """The thread and first-comment fields for the checked targets, keeping what was typed."""
+    v = viewer()
+    if not is_htmx():
+        return redirect(url_for("posts.new"))
+    values = _typed_values(request.args)
+    return render_template("posts/_follow_ups.html", values=values, editable=True,
+                           follow=_follow_up_view(values, v.workspace.id, editable=True))
+
+
+@bp.get("/posts/follow-up-counts")
+@require(Permission.READ)
+def follow_up_counts():
+    """Each thread item's and the first comment's counter on every checked target that takes it."""
+    v = viewer()
+    if not is_htmx():
+        return redirect(url_for("posts.new"))
+    values = _typed_values(request.args)
+    return render_template("posts/_follow_up_counters.html",
+                           follow=_follow_up_view(values, v.workspace.id, editable=True))
 
 
 # -- tailoring per network: one tab per checked target ------------------------------------------
@@ -107,15 +214,18 @@ def _previews(values: dict, workspace_id: int):
     named = [name for name in values.get("targets") or [] if isinstance(name, str)]
     by_name = {channel.name: channel for channel in _channels(workspace_id)}
     channels = [by_name[name] for name in named if name in by_name]
+    thread, _ = _thread_items(values.get("thread") or [])
     return previews_for(db.session, workspace_id, values.get("body") or "", _media_lines(values.get("media")),
-                        _variants_of(values.get("tabs") or {}), channels)
+                        _variants_of(values.get("tabs") or {}), channels, thread=thread,
+                        first_comment=_comment_item(values.get("first_comment") or dict(body="")))
 
 
 def _typed_values(source) -> dict:
     """The composer's fields a fragment is asked about (the query string of an htmx request)."""
     targets = [name for name in source.getlist("targets") if isinstance(name, str)]
     return dict(body=source.get("body", ""), media=source.get("media", ""), targets=targets,
-                tabs=_typed_tabs(source, targets), tab=source.get("tab", ""))
+                tabs=_typed_tabs(source, targets), tab=source.get("tab", ""), thread=_typed_thread(source),
+                first_comment=_typed_comment(source))
 
 
 @bp.get("/posts/tailoring")
@@ -142,13 +252,18 @@ def _draft_values(form, post=None, day: str | None = None) -> dict:
     if form:
         return dict(body=form.get("body", ""), media=form.get("media", ""), targets=form.getlist("targets"),
                     date=form.get("date", ""), time=form.get("time", ""),
-                    tabs=_typed_tabs(form, form.getlist("targets")), tab=form.get("tab", ""))
+                    tabs=_typed_tabs(form, form.getlist("targets")), tab=form.get("tab", ""),
+                    thread=_typed_thread(form), first_comment=_typed_comment(form))
     if post is not None:
         targets = [c.name for c in post_targets(db.session, post.id)]
         return dict(body=post.body, media="\n".join(str(item) for item in post.media or []),
                     targets=targets, tabs=_saved_tabs(post, targets),
+                    thread=_saved_thread(post), first_comment=dict(body=(post.first_comment or {}).get("body", "")),
                     date=post.wall_date.isoformat(), time=post.wall_time.strftime("%H:%M"))
-    return dict(body="", media="", targets=[], date=day or "", time="09:00")
+    return dict(body="", media="", targets=[], thread=[], first_comment=dict(body=""), date=day or "", time="09:00")
+
+
+EDITABLE = (PostStatus.DRAFT.value, PostStatus.APPROVED.value, PostStatus.IN_REVIEW.value, PostStatus.EXPIRED.value)
 
 
 def render_composer(post=None, *, error: DomainError | None = None, status: int = 200, day: str | None = None,
@@ -165,9 +280,11 @@ def render_composer(post=None, *, error: DomainError | None = None, status: int 
         if post.thread or post.first_comment:  # each target's thread items and first comment, and what stopped them
             follow_rows = follow_up_rows(db.session, v.workspace.id, post.id)
             follow_ups = {c.name: shown for c in targets if (shown := follow_ups_of(post, c, follow_rows))}
+    editable = post is None or post.status in EDITABLE
     return render_page(
         "posts/composer.html", v=v, post=post, values=values, channels=_channels(v.workspace.id), delivery=delivery,
-        follow_ups=follow_ups,
+        follow_ups=follow_ups, editable=editable,
+        follow=_follow_up_view(values, v.workspace.id, editable=editable, error=error),
         error=error, note=note, preview=_preview(values.get("date"), values.get("time"), v.zone),
         fits=_fits(values, v.workspace.id), previews=_previews(values, v.workspace.id), review=_review_panel(post),
     ), status
