@@ -181,3 +181,76 @@ def test_a_socket_connects_only_to_a_checked_address(egress_allow):
             assert ipaddress.ip_address(sock.getpeername()[0]) == ipaddress.ip_address("127.0.0.2")
     finally:
         listening.close()
+
+
+class _KeepAliveServer:
+    """A loopback HTTP/1.1 server that keeps connections open and counts them; with ``hang_up`` it
+    closes each one silently once it has answered, as a far end whose idle timeout ran out does."""
+
+    def __init__(self, hang_up: bool = False):
+        import socketserver
+        import threading
+
+        self.connections = 0
+        self.requests = 0
+        lock = threading.Lock()
+        owner = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self):
+                with lock:
+                    owner.connections += 1
+                while True:
+                    line = self.rfile.readline()
+                    if not line:
+                        return
+                    length = 0
+                    while (header := self.rfile.readline()) not in (b"\r\n", b""):
+                        if header.lower().startswith(b"content-length:"):
+                            length = int(header.split(b":", 1)[1])
+                    self.rfile.read(length)
+                    with lock:
+                        owner.requests += 1
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    self.wfile.flush()
+                    if hang_up:
+                        return
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_the_pool_reuses_its_connections_and_opens_no_more_than_its_bound():
+    from concurrent.futures import ThreadPoolExecutor
+
+    server = _KeepAliveServer()
+    try:
+        with egress.egress_client(timeout=5, limits=httpx.Limits(max_connections=2, max_keepalive_connections=2)) as client:
+            with ThreadPoolExecutor(6) as threads:
+                answers = list(threads.map(lambda _: client.post(server.url, content=b"{}").text, range(24)))
+    finally:
+        server.stop()
+    assert answers == ["ok"] * 24
+    assert server.requests == 24
+    assert 1 <= server.connections <= 2
+
+
+def test_a_connection_the_far_end_closed_while_idle_is_never_reused():
+    import time
+
+    server = _KeepAliveServer(hang_up=True)
+    try:
+        with egress.egress_client(timeout=5) as client:
+            first = client.post(server.url, content=b"{}").text
+            time.sleep(0.2)  # the far end has closed the idle connection by now
+            second = client.post(server.url, content=b"{}").text
+    finally:
+        server.stop()
+    assert (first, second) == ("ok", "ok")
+    assert server.connections == 2
