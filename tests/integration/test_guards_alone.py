@@ -489,3 +489,71 @@ def test_a_settled_send_is_not_settled_again_held_or_reminted_under_its_own_atte
     }
     assert {move: _in(app, call) for move, call in calls.items()} == {move: False for move in calls}
     assert _send_now(app, send.id) == before
+
+
+# -- the reconciler's and the expander's own gates, where the lifecycle's guard alone would answer otherwise ----
+
+
+def _approved_post(client, world, *, local_time, targets=("main",)) -> int:
+    answer = client.post("/api/v1/posts", headers=world.auth("marketer"),
+                         json={"body": "Fresh bread", "targets": list(targets), "local_time": local_time})
+    assert answer.status_code == 201, answer.json
+    assert client.post(f"/api/v1/posts/{answer.json['id']}/approve", headers=world.auth("marketer")).status_code == 200
+    return answer.json["id"]
+
+
+def _post_rows(app, post_id) -> list[ScheduledAction]:
+    from models.posts.tables import thing_id_of
+
+    with app.app_context(), read_session() as session:
+        return list(session.scalars(select(ScheduledAction).where(ScheduledAction.thing_id == thing_id_of(post_id))
+                                    .order_by(ScheduledAction.id)))
+
+
+def _reconcile(app) -> dict:
+    from jobs.clock import reconcile_once
+
+    with app.app_context():
+        return reconcile_once()
+
+
+def test_the_reconciler_counts_a_claimed_row_of_an_approved_post_in_flight_not_unchanged(app, client, world, clock):
+    """A claimed row is the sender's: the pass says so, whether or not the row still matches its post."""
+    post_id = _approved_post(client, world, local_time="2026-06-01T08:00")  # due now
+    [row] = _post_rows(app, post_id)
+    assert _in(app, lambda s: lifecycle.claim(s, row.id, now=clock.now(), actor=JOB)).ok
+    summary = _reconcile(app)
+    assert (summary["skip_in_flight"], summary["unchanged"]) == (1, 0)
+    assert [r.status for r in _post_rows(app, post_id)] == ["submitted"]
+
+
+def _second_channel(app, world, clock) -> None:
+    with app.app_context(), write_session() as session:
+        session.add(Channel(workspace_id=world.workspace_id, name="second", kind="log", config={},
+                            created_at=clock.now()))
+
+
+def test_the_reconciler_counts_a_young_claimed_row_of_a_removed_target_in_flight_not_young(app, client, world, clock):
+    _second_channel(app, world, clock)
+    post_id = _approved_post(client, world, local_time="2026-06-01T08:00", targets=("main", "second"))  # due now
+    [row] = [r for r in _post_rows(app, post_id) if r.target_key == "second"]
+    assert _in(app, lambda s: lifecycle.claim(s, row.id, now=clock.now(), actor=JOB)).ok
+    edit = client.patch(f"/api/v1/posts/{post_id}", headers=world.auth("marketer"), json={"targets": ["main"]})
+    assert edit.status_code == 200, edit.json
+    summary = _reconcile(app)  # the row is younger than the age gate, and being sent
+    assert (summary["skip_in_flight"], summary["skip_young"]) == (1, 0)
+    assert [r.status for r in _post_rows(app, post_id) if r.target_key == "second"] == ["submitted"]
+
+
+def test_the_reconciler_leaves_a_persons_row_on_a_target_removed_from_its_post(app, client, world, clock):
+    """Post now's row is a person's (origin ``person``): removing its target from the post does not withdraw it."""
+    _second_channel(app, world, clock)
+    post_id = _approved_post(client, world, local_time="2026-06-01T10:00", targets=("main", "second"))
+    assert client.post(f"/api/v1/posts/{post_id}/post-now", headers=world.auth("marketer")).status_code == 200
+    edit = client.patch(f"/api/v1/posts/{post_id}", headers=world.auth("marketer"), json={"targets": ["main"]})
+    assert edit.status_code == 200, edit.json
+    clock.advance(minutes=3)  # past the age gate
+    summary = _reconcile(app)
+    assert summary["skip_not_ours"] >= 1
+    second = [(r.status, r.origin) for r in _post_rows(app, post_id) if r.target_key == "second"]
+    assert ("queued", "person") in second
