@@ -122,3 +122,19 @@ def test_the_outside_reviewers_zone_is_chosen_from_the_list_with_its_region_and_
     assert '<option value="Europe/Berlin" label="Europe · UTC+02:00">' in page  # June: summer time
     assert '<option value="Asia/Kolkata" label="Asia · UTC+05:30">' in page
 
+
+def test_post_now_on_a_draft_never_approves_it_for_its_author_while_review_is_required(app, world, browser_for):
+    from models.actions.tables import ScheduledAction
+
+    _require_review(browser_for)
+    post_id = make_post(app, world, approve=False, role="marketer")
+    refused = browser_for("marketer").post(f"/posts/{post_id}/post-now")
+    assert refused.status_code == 403, refused.get_data(as_text=True)[:300]
+    assert "only admins and reviewers approve" in refused.get_data(as_text=True)
+    assert _status(app, post_id) == "draft"
+    own = make_post(app, world, approve=False, role="admin")  # an admin may review, but not their own post
+    refused = browser_for("admin").post(f"/posts/{own}/post-now")
+    assert refused.status_code == 403 and "never approves their own post" in refused.get_data(as_text=True)
+    assert _status(app, own) == "draft"
+    with app.app_context(), read_session() as session:
+        assert list(session.scalars(select(ScheduledAction.id))) == []  # nothing sent, nothing queued
