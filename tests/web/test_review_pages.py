@@ -110,3 +110,31 @@ def test_the_review_page_shows_each_target_what_it_is_sent_so_no_media_on_one_ne
     # Each card is the network's own preview, as in the composer: who posts, and the network's counter.
     assert 'class="who"' in cards["main"] and 'class="count"' in cards["main"]
     assert "19 / " in cards["main"] and "25 / " in cards["plain"]
+
+
+def test_the_outside_reviewers_zone_is_chosen_from_the_list_with_its_region_and_offset(app, world, browser_for):
+    post_id = make_post(app, world, approve=False)
+    made = browser_for("admin").post(f"/posts/{post_id}/review-links", {"reviewer_name": "Dana"},
+                                     follow_redirects=True)
+    path = re.search(rf"{re.escape(BASE_URL)}(/review/[A-Za-z0-9_-]+)", made.get_data(as_text=True)).group(1)
+    page = app.test_client().get(path).get_data(as_text=True)
+    assert 'list="review-zones"' in page and '<datalist id="review-zones">' in page
+    assert '<option value="Europe/Berlin" label="Europe · UTC+02:00">' in page  # June: summer time
+    assert '<option value="Asia/Kolkata" label="Asia · UTC+05:30">' in page
+
+
+def test_post_now_on_a_draft_never_approves_it_for_its_author_while_review_is_required(app, world, browser_for):
+    from models.actions.tables import ScheduledAction
+
+    _require_review(browser_for)
+    post_id = make_post(app, world, approve=False, role="marketer")
+    refused = browser_for("marketer").post(f"/posts/{post_id}/post-now")
+    assert refused.status_code == 403, refused.get_data(as_text=True)[:300]
+    assert "only admins and reviewers approve" in refused.get_data(as_text=True)
+    assert _status(app, post_id) == "draft"
+    own = make_post(app, world, approve=False, role="admin")  # an admin may review, but not their own post
+    refused = browser_for("admin").post(f"/posts/{own}/post-now")
+    assert refused.status_code == 403 and "never approves their own post" in refused.get_data(as_text=True)
+    assert _status(app, own) == "draft"
+    with app.app_context(), read_session() as session:
+        assert list(session.scalars(select(ScheduledAction.id))) == []  # nothing sent, nothing queued

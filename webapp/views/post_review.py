@@ -159,7 +159,7 @@ def _media_src(media_id: int) -> str | None:
 
 def _render(token: str, *, error: DomainError | None = None, done: str | None = None, status: int = 200):
     from models.accounts.tables import Workspace
-    from webapp.views.settings import available_zones
+    from webapp.views.settings import zone_choices
 
     rt = runtime()
     try:
@@ -169,7 +169,7 @@ def _render(token: str, *, error: DomainError | None = None, done: str | None = 
     workspace = db.session.get(Workspace, post.workspace_id)
     return render_template("posts/review_public.html", gone=None, done=done, link=link, post=post, error=error,
                            preview=_preview(post, request.args.get("zone"), workspace.timezone),
-                           zones=available_zones(), workspace=workspace), status
+                           zones=zone_choices(rt.now()), workspace=workspace), status
 
 
 @public.get("/review/<token>")
