@@ -108,6 +108,14 @@ def test_editing_a_rule_fills_its_types_fields_keeps_extra_keys_in_the_json_box_
     [stored] = _stored(app)
     assert stored.payload == {**payload, "subject": "Weekly digest {{ occurrence.local_date }}"}
     assert stored.revision == 2
+    again = marketer.post(f"/recurring/{rule}", {**edited, "revision": "2"})  # the form as it was: the same payload
+    assert again.status_code == 303 and "Nothing changed." in text(marketer.get(f"/recurring/{rule}"))
+    # Those who want JSON may leave the fields empty and write the whole payload in the box.
+    as_json = marketer.post(f"/recurring/{rule}", {**edited, "revision": "2", "send_email-subject": "",
+                                                   "send_email-body": "",
+                                                   "payload": '{"subject": "S", "body": "B", "html": "<b>B</b>"}'})
+    assert as_json.status_code == 303, re.findall(r'role="alert">([^<]*)', text(as_json))
+    assert _stored(app)[0].payload == {"subject": "S", "body": "B", "html": "<b>B</b>"}
 
 
 @pytest.mark.parametrize("action_type, payload, shown", [
