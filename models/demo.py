@@ -104,7 +104,8 @@ def _demo_rules(session, workspace_id, policy, now):
     today = to_local(now, "America/New_York").date()
     for fields in (
         {"action_type": "send_email", "channel": "newsletter", "target_key": "subscribers@demo.test",
-         "payload": {"subject": "This week at the bakery ({{ occurrence.local_date }})"},
+         "payload": {"subject": "This week at the bakery ({{ occurrence.local_date }})",
+                     "body": "Fresh this week: rye on Wednesday, croissants all weekend. See you soon!"},
          "rrule": "FREQ=WEEKLY;BYDAY=TU", "starts_local": f"{today.isoformat()}T09:00", "misfire": "skip"},
         {"action_type": "send_sms", "channel": "sms-alerts", "target_key": "+15555550199",
          "payload": {"body": "Month-end bake sale tonight from 17:30"},

@@ -4,8 +4,9 @@
 :class:`RuleDefinition` or raises :class:`~models.core.errors.InvalidInput` naming the field
 at fault; a :class:`~models.timing.recurrence.RecurrenceError` becomes one with its part as
 the field. Every check is bounded: the RRULE by :func:`~models.timing.recurrence.parse_recurrence`
-(ten years or 100,000 candidates), the rest by sizes. :func:`rrule_from_choices` builds the
-common rules from the dashboard's choices, so nobody has to type an RRULE for them.
+(ten years or 100,000 candidates), the rest by sizes. The payload is also held to what the
+channel takes (:func:`check_content`: its text limit, a post's media). :func:`rrule_from_choices`
+builds the common rules from the dashboard's choices, so nobody has to type an RRULE for them.
 """
 
 from dataclasses import dataclass
@@ -15,13 +16,16 @@ from sqlalchemy.orm import Session
 
 from models.channels.action_types import channel_action_types
 from models.actions.scheduling import check_payload
+from models.channels.providers import accepts_for
+from models.channels.providers.accepts import media_breaks, text_breaks
 from models.channels.reading import channel_by_name
 from models.channels.tables import Channel
 from models.core.errors import InvalidInput
+from models.media.library import facts_of, media_in_order
 from models.core.policy import Policy
 from models.core.time_input import parse_day, parse_local_time
 from models.recurring.reading import MENTION, PLACEHOLDER, occurrence_values, render_payload
-from models.recurring.tables import Misfire
+from models.recurring.tables import MAX_ID, Misfire
 from models.timing.recurrence import MAX_SKIPPED, Frequency, RecurrenceError, RecurrenceRule, parse_recurrence
 from models.timing.wall_time import InvalidTimezone, resolve_wall_time
 
@@ -107,6 +111,41 @@ def check_template(payload, policy: Policy) -> dict:
     return payload
 
 
+# The payload keys a provider sends as the text of each action type (every provider reads ``body``;
+# some networks' own names are aliases), each held to the channel's text limit; and where media go.
+TEXT_KEYS = {"publish_post": ("body", "text", "status", "content", "message", "caption"),
+             "send_sms": ("body", "text"), "send_email": ("body", "text")}
+MEDIA_TYPES = ("publish_post",)
+
+
+def check_content(session: Session, workspace_id: int, channel: Channel, action_type: str, payload: dict) -> None:
+    """What the channel takes, as its provider declares it: each text at most the channel's limit (filled in
+    with the longest date and time an occurrence can give), and a post's media in this workspace's library and
+    within the channel's media rules. A refusal names the key (``payload.body``, ``payload.media``)."""
+    filled = render_payload(payload, occurrence_values(datetime(2026, 12, 31, 23, 59)))
+    accepts = accepts_for(channel.kind)
+    texts = [(key, filled[key]) for key in TEXT_KEYS.get(action_type, ()) if isinstance(filled.get(key), str)]
+    for key, text in texts:
+        broken = text_breaks(accepts, channel.config, text)
+        if broken is not None:
+            raise InvalidInput(f"{channel.name} ({channel.kind}) refuses the payload's {key}: {broken.message}",
+                               field=f"payload.{key}", code="too_long", channel=channel.name, rule=broken.rule)
+    if action_type not in MEDIA_TYPES:
+        return
+    media = payload.get("media", [])
+    if not isinstance(media, list) or len(media) > 10 or not all(
+            isinstance(item, int) and not isinstance(item, bool) and 0 < item <= MAX_ID for item in media):
+        raise InvalidInput("payload.media must be a list of at most 10 media ids from the library", field="payload.media",
+                           code="bad_media_id")
+    facts = [facts_of(item) for item in media_in_order(session, workspace_id, media, field="payload.media")]
+    broken = media_breaks(accepts, facts, texts[0][1] if texts else None, channel.config)
+    if broken is not None:
+        where = texts[0][0] if broken.rule.startswith("caption.") else "media"
+        raise InvalidInput(f"{channel.name} ({channel.kind}) refuses the payload's {where}: {broken.message}",
+                           field=f"payload.{where}", code="too_long" if where != "media" else "media_refused",
+                           channel=channel.name, rule=broken.rule)
+
+
 def _check_placeholders(value) -> None:
     if isinstance(value, str):
         for mention in MENTION.findall(value):
@@ -181,6 +220,7 @@ def check_rule(session: Session, workspace_id: int, fields: dict, *, zone: str, 
                            field="action_type", code="wrong_action_type")
     target_key = _text(fields.get("target_key"), "target_key", 255)
     payload = check_template(fields.get("payload"), policy)
+    check_content(session, workspace_id, channel, action_type, payload)
     recurrence, exdates = check_recurrence(fields.get("rrule"), fields.get("starts_local"), zone=zone, now=now,
                                            policy=policy, ends_local=fields.get("ends_local"),
                                            exdates_local=fields.get("exdates_local"))

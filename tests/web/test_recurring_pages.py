@@ -18,7 +18,8 @@ UTC = timezone.utc
 RANK = {"marketer": 0, "ops": 1, "admin": 2}
 WEEKLY = {"repeat": "weekly", "interval": "1", "weekdays": ["TU", "TH"], "start_date": "2026-06-02",
           "start_time": "09:00", "ends": "never", "action_type": "send_email", "channel": "main",
-          "target_key": "team@example.test", "payload": '{"subject": "Standup {{ occurrence.local_date }}"}',
+          "target_key": "team@example.test", "send_email-subject": "Standup {{ occurrence.local_date }}",
+          "send_email-body": "What happened, what is next.", "payload": "",
           "misfire": "skip", "month_day": "1", "ordinal": "-1", "weekday": "FR", "rrule": "", "exdates": ""}
 
 
@@ -147,7 +148,7 @@ def test_an_edit_through_the_form_moves_the_rows(client, app, world, browser_for
     form = text(marketer.get(f"/recurring/{rule}?edit=1"))
     assert 'value="daily" selected' in form and 'name="revision" value="1"' in form
     fields = {**WEEKLY, "repeat": "daily", "start_date": "2026-06-01", "start_time": "10:30",
-              "target_key": "list@example.test", "payload": '{"subject": "Daily digest {{ occurrence.local_date }}"}',
+              "target_key": "list@example.test", "send_email-subject": "Daily digest {{ occurrence.local_date }}",
               "revision": "1"}
     saved = marketer.post(f"/recurring/{rule}", fields)
     assert saved.status_code == 303, text(saved)[:500]
@@ -227,5 +228,6 @@ def test_the_rule_builder_offers_the_action_types_of_the_chosen_channel_and_refu
     assert refused.status_code == 422
     assert "instagram (log) sends publish_post, not send_email" in text(refused)
     assert _rules(app) == before
-    made = marketer.post("/recurring", {**WEEKLY, "channel": "instagram", "action_type": "publish_post"})
+    made = marketer.post("/recurring", {**WEEKLY, "channel": "instagram", "action_type": "publish_post",
+                                        "publish_post-body": "Fresh bread on {{ occurrence.local_date }}"})
     assert made.status_code == 303, text(made)[:500]

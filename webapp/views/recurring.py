@@ -1,9 +1,11 @@
 """Recurring rules on the dashboard: the list, the rule builder with its live preview, a rule's page.
 
 Every rule lives in :mod:`models.recurring`; these views turn the form into the API's fields
-(the builder's choices become an RRULE through :func:`~models.recurring.checks.rrule_from_choices`),
-call the same operations the API calls, and render. A refusal re-renders the form or the page
-with the message in place, under its own status code.
+(the builder's choices become an RRULE through :func:`~models.recurring.checks.rrule_from_choices`,
+the chosen action type's form and the advanced JSON box a payload through
+:func:`~models.recurring.payload_forms.payload_from_form`), call the same operations the API
+calls, and render. A refusal re-renders the form or the page with the message in place, on the
+field it names, under its own status code.
 """
 
 import json
@@ -39,6 +41,8 @@ from models.recurring.operations import (
     update_rule,
 )
 from models.recurring.reading import get_rule, list_rules, rule_events, rule_overview, rule_recurrence
+from models.recurring.payload_forms import (FORMS, form_for, form_values, input_names, parse_json_box,
+                                            payload_from_form)
 from models.recurring.tables import Misfire
 from models.timing.recurrence import RecurrenceError
 from models.timing.wall_time import InvalidTimezone
@@ -78,14 +82,33 @@ def _recurrence_fields(form) -> dict:
 def _form_fields(form) -> dict:
     """Every field of the builder as the API's fields."""
     fields = _recurrence_fields(form)
-    try:
-        payload = json.loads(form.get("payload") or "")
-    except ValueError:
-        raise InvalidInput("The payload must be JSON, such as {\"subject\": \"Hello\"}.", field="payload",
-                           code="bad_json") from None
+    payload = payload_from_form(form.get("action_type"), form, form.get("payload"))
     fields.update(action_type=form.get("action_type"), channel=form.get("channel"), target_key=form.get("target_key"),
                   payload=payload, misfire=form.get("misfire"))
     return fields
+
+
+def error_field(error: DomainError | None, values: dict) -> str | None:
+    """The form field a refusal is shown on: a payload key on its field in the chosen type's form, unless the
+    key came from the JSON box (its field left empty), then the box; an API field on the builder's own."""
+    if error is None or not error.field:
+        return None
+    if error.field.startswith("payload."):
+        key = error.field.split(".", 1)[1]
+        form = form_for(values.get("action_type"))
+        field = form.field(key) if form else None
+        name = form.input_name(field) if field else None
+        if name and not (values.get(name) or "").strip() and key in _box(values.get("payload")):
+            return "payload"
+        return name or "payload"
+    return FORM_FIELDS.get(error.field, error.field)
+
+
+def _box(text) -> dict:
+    try:
+        return parse_json_box(text)
+    except InvalidInput:
+        return {}
 
 
 def _values(form=None, rule=None) -> dict:
@@ -94,7 +117,7 @@ def _values(form=None, rule=None) -> dict:
         values = {key: form.get(key, "") for key in ("repeat", "interval", "month_day", "ordinal", "weekday", "rrule",
                                                      "start_date", "start_time", "ends", "end_date", "count",
                                                      "exdates", "action_type", "channel", "target_key", "payload",
-                                                     "misfire", "revision")}
+                                                     "misfire", "revision", *input_names())}
         values["weekdays"] = form.getlist("weekdays")
         return values
     if rule is not None:
@@ -103,12 +126,13 @@ def _values(form=None, rule=None) -> dict:
         ends = "after" if values.get("count") else ("on" if rule.ends_local else "never")
         if values["repeat"] == "custom":
             values["count"], ends = "", ("on" if rule.ends_local else "never")
+        typed, extra = form_values(rule.action_type, rule.payload)
         values.update(start_date=rule.starts_local.date().isoformat(), start_time=rule.starts_local.strftime("%H:%M"),
                       ends=ends, end_date=rule.ends_local.date().isoformat() if rule.ends_local else "",
                       exdates="\n".join(fields["exdates_local"]), action_type=rule.action_type,
                       channel=fields["channel"], target_key=rule.target_key,
-                      payload=json.dumps(rule.payload, indent=2, ensure_ascii=False), misfire=rule.misfire,
-                      revision=str(rule.revision))
+                      payload=json.dumps(extra, indent=2, ensure_ascii=False) if extra else "", misfire=rule.misfire,
+                      revision=str(rule.revision), **typed)
         return values
     v = viewer()
     tomorrow = (v.local(runtime().now()) + timedelta(days=1)).date()
@@ -117,8 +141,8 @@ def _values(form=None, rule=None) -> dict:
             "ordinal": "-1", "weekday": "FR", "rrule": "", "start_date": tomorrow.isoformat(), "start_time": "09:00",
             "ends": "never", "end_date": "", "count": "", "exdates": "",
             "action_type": channel_action_types(first)[0] if first else "send_email", "channel": first.name if first else "",
-            "target_key": "", "payload": '{\n  "subject": "Weekly update, {{ occurrence.local_date }}"\n}',
-            "misfire": Misfire.SKIP.value, "revision": ""}
+            "target_key": "", "payload": "", "misfire": Misfire.SKIP.value, "revision": "",
+            **dict.fromkeys(input_names(), "")}
 
 
 def preview_of(form) -> dict:
@@ -150,7 +174,7 @@ def render_form(rule=None, *, error: DomainError | None = None, status: int = 20
     if rule is not None:
         return render_rule(rule, values=values, error=error, status=status, editing=True)
     return render_page("recurring/new.html", v=v, values=values, error=error,
-                       error_field=FORM_FIELDS.get(error.field, error.field) if error else None,
+                       error_field=error_field(error, values),
                        preview=preview_of(_as_form(values)), channels=_channels(v.workspace.id),
                        **_choices()), status
 
@@ -165,7 +189,8 @@ class _as_form(dict):
 
 def _choices() -> dict:
     return dict(repeats=REPEATS, weekdays=WEEKDAYS, day_names=DAY_NAMES, ordinals=ORDINALS,
-                misfires=[m.value for m in Misfire], action_types=ACTION_TYPES, sends=channel_action_types)
+                misfires=[m.value for m in Misfire], action_types=ACTION_TYPES, sends=channel_action_types,
+                payload_forms=FORMS)
 
 
 def render_rule(rule, *, values=None, error: DomainError | None = None, status: int = 200, editing: bool = False):
@@ -181,7 +206,7 @@ def render_rule(rule, *, values=None, error: DomainError | None = None, status: 
     return render_page(
         "recurring/rule.html", v=v, rule=rule, recurrence=recurrence, problem=problem, overview=overview,
         events=rule_events(db.session, rule.id), names=channel_names(db.session, v.workspace.id), values=values,
-        error=error, error_field=FORM_FIELDS.get(error.field, error.field) if error else None, editing=editing,
+        error=error, error_field=error_field(error, values), editing=editing,
         channels=_channels(v.workspace.id), may_end=may_end(v.role), note_words=NOTE_WORDS,
         preview=preview_of(_as_form(values)) if editing else None,
         payload_text=json.dumps(rule.payload, indent=2, ensure_ascii=False, sort_keys=True), **_choices(),
