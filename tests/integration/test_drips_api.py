@@ -1,5 +1,6 @@
 """``/api/v1`` for drips against real databases: bad input is a 4xx naming its field and changes nothing,
-roles, versions of steps (a new step beside kept ones is a new version), the zone change, and enrolling from a CSV file (dry run, then commit)."""
+roles, versions of steps (a new step beside kept ones is a new version), the zone change, and enrolling
+from a CSV file (dry run, then commit)."""
 
 from datetime import timedelta
 
