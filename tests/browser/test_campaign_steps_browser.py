@@ -89,3 +89,30 @@ def test_a_refused_save_keeps_every_step_and_points_at_the_one_it_concerns(open_
     expect(page.locator("#step-0-body")).to_have_value("Hello")
     expect(page.locator("#step-1-wait")).to_have_value("2")
     assert _campaign_named(live, "Refused steps") is None
+
+
+def test_a_steps_template_fields_follow_the_channel_chosen_for_it(open_as, live):
+    from models.channels.tables import Channel
+    from models.core.database import write_session
+
+    with live.app.app_context(), write_session() as session:
+        sms = Channel(workspace_id=live.world.workspace_id, name="sms-steps", kind="log", config={"address": "phone"},
+                      created_at=live.clock.now())
+        session.add(sms)
+    try:
+        page = open_as("marketer")
+        page.goto(live.url + "/campaigns/new")
+        _fill(page, 0, "0", "minutes", "Hi", "Hello")
+        page.get_by_role("button", name="Add a step").click()
+        _fill(page, 1, "2", "days", "Kept", "By text")
+        page.locator("#step-1-channel").select_option("sms-steps")
+        expect(page.locator("#step-1 label[for=step-1-body]")).to_contain_text("Text message")
+        expect(page.locator("#step-1-subject")).to_have_count(0)
+        expect(page.locator("#step-1-channel")).to_be_focused()
+        expect(page.locator("#step-1-body")).to_have_value("By text")
+        expect(page.locator("#step-0-subject")).to_have_value("Hi")
+        page.locator("#step-1-channel").select_option("")
+        expect(page.locator("#step-1-subject")).to_have_value("Kept")  # back with the email channel
+    finally:
+        with live.app.app_context(), write_session() as session:
+            session.delete(session.get(Channel, sms.id))

@@ -1,5 +1,6 @@
 """``/api/v1`` for drips against real databases: bad input is a 4xx naming its field and changes nothing,
-roles, versions of steps, the zone change, and enrolling from a CSV file (dry run, then commit)."""
+roles, versions of steps (a new step beside kept ones is a new version), the zone change, and enrolling
+from a CSV file (dry run, then commit)."""
 
 from datetime import timedelta
 
@@ -151,6 +152,33 @@ def test_an_active_campaigns_structural_change_makes_a_version_and_enrollments_f
     with app.app_context(), read_session() as session:
         assert session.get(Enrollment, newer["id"]).version_id != next(iter(version_of.values()))
     assert newer["next_send_at"] == "2026-06-04T12:00:00Z"  # version 2 starts with the three-day step
+
+
+def test_a_new_step_beside_kept_ones_is_a_new_version_and_a_step_given_twice_is_refused(app, world, client):
+    marketer = world.auth("marketer")
+    campaign_id = _active_campaign(client, world)
+    person = client.post("/api/v1/contacts", headers=marketer, json={"email": "a@example.com"}).json["id"]
+    client.post(f"/api/v1/campaigns/{campaign_id}/enrollments", headers=marketer, json={"contact_id": person})
+    ids = [step["id"] for step in client.get(f"/api/v1/campaigns/{campaign_id}", headers=marketer).json["steps"]]
+    twice = client.patch(f"/api/v1/campaigns/{campaign_id}", headers=marketer, json={"steps": [
+        {"id": ids[0], "delay": "PT0S", "subject": "Hi", "body": "Hello"},
+        {"id": ids[0], "delay": "P2D", "subject": "Again", "body": "More"}]})
+    assert twice.status_code == 422 and twice.json["error"]["code"] == "duplicate_step"
+    assert twice.json["error"]["field"] == "steps[1].id"
+    # The second step removed and another added: as many steps as before, yet not the old one changed in place.
+    swapped = client.patch(f"/api/v1/campaigns/{campaign_id}", headers=marketer, json={"steps": [
+        {"id": ids[0], "delay": "PT0S", "subject": "Hi", "body": "Hello"},
+        {"delay": "P5D", "subject": "Other", "body": "Another step"}]})
+    assert swapped.status_code == 200 and swapped.json["version"] == 2, swapped.json
+    with app.app_context(), read_session() as session:
+        from models.drips.tables import Step
+
+        assert session.get(Step, ids[1]).body == "More"
+    # Without any id the steps change in place, position by position, as before.
+    in_place = client.patch(f"/api/v1/campaigns/{campaign_id}", headers=marketer, json={"steps": [
+        {"delay": "PT0S", "subject": "Hi", "body": "Hello"}, {"delay": "P6D", "subject": "Other", "body": "Later"}]})
+    assert in_place.status_code == 200 and in_place.json["version"] == 2
+    assert [step["delay"] for step in in_place.json["steps"]] == ["PT0S", "P6D"]
 
 
 def test_a_zone_change_retimes_the_steps_of_contacts_who_use_the_workspaces_zone(app, world, client, clock):

@@ -108,6 +108,9 @@ def test_steps_are_added_moved_and_removed_before_saving_and_nothing_is_stored(a
     text = removed.get_data(as_text=True)
     assert "Step 1 removed" in text and 'name="step_count" value="2"' in text
     assert "Two days on" in fieldset(text, 0) and "Soon after" in fieldset(text, 1) and "First," not in text
+    assert 'id="step-0-remove" data-focus-after-swap' in text
+    last = browser.post("/campaigns/new/steps", {**form_of(THREE[:2]), "step_op": "remove:1"}, htmx=True)
+    assert 'id="step-add" data-focus-after-swap' in last.get_data(as_text=True)  # the one left cannot be removed
 
     # Without htmx the same buttons post the whole form and the page comes back with it.
     page = browser.post("/campaigns/new/steps", {**form_of(THREE), "step_op": "down:0"})

@@ -220,7 +220,8 @@ def apply_step_op(rows: list[dict], op: str) -> tuple[str | None, str | None]:
             raise InvalidInput("a campaign needs at least one step: add another before removing this one",
                                field="steps", code="missing")
         rows.pop(index)
-        focus = f"step-{min(index, len(rows) - 1)}-remove"
+        # The keyboard goes to the Remove button that took its place; the last step left has none that works.
+        focus = "step-add" if len(rows) == 1 else f"step-{min(index, len(rows) - 1)}-remove"
         return focus, f"Step {index + 1} removed; nothing is saved until you save."
     other = index - 1 if verb == "up" else index + 1
     if not 0 <= other < len(rows):
