@@ -79,7 +79,7 @@ def call(context: SendContext, method: str, url: str, **request) -> httpx.Respon
     """Any method (a GET that polls, a PUT of an upload's bytes), answered as :func:`post` answers."""
     client = context.http
     try:
-        return client.request(method, url, timeout=context.timeout, **request)
+        return _request(client, method, url, context.timeout, request)
     except DestinationRefused as refused:
         return SendResult(SendOutcome.PERMANENT, f"{refused}; nothing was sent")
     except (httpx.UnsupportedProtocol, httpx.InvalidURL):
@@ -92,6 +92,45 @@ def call(context: SendContext, method: str, url: str, **request) -> httpx.Respon
         return SendResult(SendOutcome.UNKNOWN, f"{_host(url)} did not answer within {context.timeout:g}s after the request was sent ({type(exc).__name__})")
     except httpx.TransportError as exc:
         return SendResult(SendOutcome.UNKNOWN, f"the connection to {_host(url)} broke during the request: {_reason(exc)}")
+
+
+# What a request may carry for :func:`_request` to send it straight to the client's transport.
+_PLAIN = frozenset({"content", "data", "files", "json", "params", "headers"})
+
+
+def _request(client, method: str, url: str, timeout: float, request: dict) -> httpx.Response:
+    """``client.request(...)``, the response read and closed, for a plain request straight to its transport.
+
+    A request the providers make is always built alike (the client's headers under its own, its
+    timeout, no redirect followed), and httpx's ``Client.send`` around the transport (auth and
+    redirect flows, a cookie jar read and written through ``http.cookiejar`` at every request)
+    was half the CPU a webhook costs the consumer. So a plain request on a plain egress client
+    (no auth, mounts, base URL, hooks or cookies) is built as ``build_request`` builds it and
+    handed to the same transport, the egress policy's; no cookie a far end sets is kept for the
+    next row's request (rows are independent). Anything else goes through ``client.request``.
+    """
+    if not (type(client) is httpx.Client and request.keys() <= _PLAIN and _plain(client)):
+        return client.request(method, url, timeout=timeout, **request)
+    headers = client.headers.copy()
+    if request.get("headers"):
+        headers.update(request["headers"])
+    built = httpx.Request(method, url, headers=headers, extensions={"timeout": httpx.Timeout(timeout).as_dict()},
+                          **{key: value for key, value in request.items() if key != "headers"})
+    response = client._transport.handle_request(built)
+    response.request = built
+    try:
+        response.read()
+    finally:
+        response.close()
+    return response
+
+
+def _plain(client: httpx.Client) -> bool:
+    """Whether ``client`` adds nothing of its own to a request but headers and a timeout."""
+    hooks = client.event_hooks
+    return (client.auth is None and not client._mounts and not client.cookies and not client.params
+            and not client.base_url.raw_path.strip(b"/") and not client.base_url.host
+            and not hooks["request"] and not hooks["response"])
 
 
 def classify(response: httpx.Response, context: SendContext, *, what: str) -> SendResult | None:
