@@ -5,9 +5,13 @@ widget's keyboard focus: Enter on Cancel leaves the focus on the row that replac
 
 import pytest
 from playwright.sync_api import expect
+from sqlalchemy import select
 
+from models.channels.tables import Channel
+from models.core.database import read_session
 from tests.browser.test_accessibility import RUN, WCAG, with_axe
 from tests.web.conftest import claim_and, make_action, make_post
+from tests.web.test_alert_pages import raise_alert
 
 pytestmark = pytest.mark.browser
 
@@ -16,7 +20,8 @@ WIDTHS = (390, 1280, 1366)
 
 @pytest.fixture(scope="module")
 def every_kind(live):
-    """One of each thing a detail page shows: a post, a row, a rule, a campaign, a contact, an enrollment, a work."""
+    """One of each thing a detail page shows: a post, a row, a rule, a campaign, a contact, an enrollment, a work,
+    an alert, a channel."""
     from tests.integration.drip_helpers import campaign, contacts, enroll, enrollments
     from tests.integration.recurring_helpers import make_rule
     from tests.integration.works_helpers import create_work
@@ -34,17 +39,24 @@ def every_kind(live):
     enroll(app, world.workspace_id, campaign_id, [person])
     enrollment = enrollments(app, campaign_id)[0].id
     work = create_work(client, world, name="Every page digest")
+    alert = raise_alert(app, world)
+    with app.app_context(), read_session() as session:
+        channel = session.scalar(select(Channel.id).where(Channel.workspace_id == world.workspace_id)
+                                 .order_by(Channel.id))
     return type("Kinds", (), dict(queued=queued, failed=failed, post=post, rule=rule, campaign=campaign_id,
-                                  contact=person, enrollment=enrollment, work=work))
+                                  contact=person, enrollment=enrollment, work=work, alert=alert, channel=channel))
 
 
 def pages(k) -> list[str]:
-    navigation = ["/calendar", "/calendar?date=2026-07-15", "/calendar?view=week&date=2026-06-15", "/posts/new", "/posts", "/recurring", "/campaigns",
-                  "/contacts", "/queue", "/failures", "/works", "/outbox", "/history", "/health", "/channels",
-                  "/members", "/settings", "/notifications", "/actions"]
+    # Every link of the navigation bar (test_the_walk_covers_every_link_of_the_navigation holds this list to it).
+    navigation = ["/calendar", "/calendar?date=2026-07-15", "/calendar?view=week&date=2026-06-15", "/posts/new",
+                  "/posts", "/media", "/recurring", "/campaigns", "/contacts", "/queue", "/failures", "/works",
+                  "/outbox", "/history", "/alerts", "/health", "/posting-times", "/channels", "/members", "/settings",
+                  "/notifications", "/account", "/actions"]
     details = [f"/posts/{k.post}", f"/actions/{k.queued}", f"/actions/{k.failed}", f"/recurring/{k.rule}",
                "/recurring/new", f"/campaigns/{k.campaign}", "/campaigns/new", f"/contacts/{k.contact}",
-               f"/enrollments/{k.enrollment}", f"/works/{k.work}", "/works/plugins", "/works/usage"]
+               f"/enrollments/{k.enrollment}", f"/works/{k.work}", "/works/plugins", "/works/usage",
+               f"/alerts/{k.alert}", f"/channels/{k.channel}"]
     return navigation + details
 
 
@@ -63,6 +75,14 @@ def test_no_page_scrolls_sideways_at_390_1280_or_1366_px_and_axe_finds_nothing_a
                 violations += [f"{url}: {v['id']} {v['help']} {v['nodes']}" for v in page.evaluate(RUN)
                                if WCAG & set(v["tags"])]
     assert wide + violations == [], "\n".join(wide + violations)
+
+
+def test_the_walk_covers_every_link_of_the_navigation(live, every_kind, open_as):
+    page = open_as("admin")
+    page.goto("/calendar")
+    links = page.eval_on_selector_all("header a[href^='/']", "els => els.map(e => e.getAttribute('href'))")
+    walked = {url.split("?")[0] for url in pages(every_kind)}
+    assert {link.split("?")[0] for link in links} - {"/"} <= walked
 
 
 def test_focus_after_cancel_stays_on_the_replaced_row(live, open_as):

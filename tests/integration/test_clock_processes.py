@@ -457,3 +457,37 @@ def test_serve_runs_the_web_and_a_consumer_restarts_a_dead_child_and_stops_clean
         assert not web_answers()
     finally:
         stop(serve)
+
+
+@pytest.mark.only_backend("sqlite")  # what it proves is the web child's command line, not the database
+def test_two_instances_on_one_box_share_no_gunicorn_control_socket(app, database_url, tmp_path):
+    """gunicorn's default control socket is one path per user (~/.gunicorn/gunicorn.ctl): a second instance
+    would take it over from the first. serve's web child opens none."""
+    from jobs.serve import Supervisor
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**env_for(database_url, f"sqlite:///{tmp_path / 'queue.db'}"), "HOME": str(home)}
+    ports = [free_port(), free_port()]
+    webs = []
+    try:
+        for port in ports:
+            [web] = [child for child in Supervisor.for_single_box(host="127.0.0.1", port=port).children
+                     if child.name == "web"]
+            argv = [*web.argv]
+            argv[argv.index("--workers") + 1] = "1"
+            webs.append(subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL))
+
+        def answers(port):
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/login", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        for port in ports:
+            wait_until(lambda: answers(port), 60, f"the web child on port {port} to answer")
+        assert not (home / ".gunicorn").exists(), list((home / ".gunicorn").iterdir())
+    finally:
+        for web in webs:
+            stop(web)

@@ -26,3 +26,18 @@ def test_cancel_and_retry_ask_before_they_act(app, world, browser_for):
     assert f'hx-confirm="Cancel #{queued}, send_email to ask@example.test for good?"' in queue
     failures = admin.get("/failures?q=ask").get_data(as_text=True)
     assert f'hx-confirm="Retry #{failed}, send_email to ask-failed@example.test now?' in failures
+
+
+def test_removing_an_enrollment_and_deleting_a_work_ask_before_they_act(app, world, browser_for):
+    from tests.integration.drip_helpers import campaign, contacts, enroll, enrollments
+    from tests.integration.works_helpers import create_work
+
+    campaign_id = campaign(app, world.workspace_id, name="Asks first")
+    [person] = contacts(app, world.workspace_id, 1, prefix="asked")
+    enroll(app, world.workspace_id, campaign_id, [person])
+    [enrollment] = enrollments(app, campaign_id)
+    ops = browser_for("ops")
+    page = ops.get(f"/enrollments/{enrollment.id}").get_data(as_text=True)
+    assert 'data-confirm="Remove this contact from the campaign? It receives none of its later steps."' in page
+    work = create_work(app.test_client(), world, name="Asks too")
+    assert 'data-confirm="Delete work Asks too?' in ops.get(f"/works/{work}").get_data(as_text=True)

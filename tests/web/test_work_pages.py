@@ -229,3 +229,19 @@ def test_the_day_and_time_picker_previews_the_next_run_saves_nothing_then_saves_
     assert "Every Friday at 17:30" in browser.get("/works").get_data(as_text=True)
     assert browser.post(f"/works/{work}/schedule", {**form, "maxFailureBeforePause": "4"}, htmx=True).status_code == 200
     assert schedule_row(app, work).next_run_at == saved.next_run_at  # naming the same day and time keeps the grid
+
+
+def test_a_works_status_reads_as_its_runs_do_and_a_failed_one_never_says_generated(app, client, world, browser_for):
+    ok = create_work(client, world, name="Goes well")
+    bad = create_work(client, world, name="Goes badly", settings={"fail": "the printer is on fire"})
+    browser = browser_for("ops")
+    assert "never run" in browser.get("/works").get_data(as_text=True)
+    for work_id in (ok, bad):
+        assert browser.post(f"/works/{work_id}/run", htmx=True).status_code == 200
+    good = browser.get(f"/works/{ok}").get_data(as_text=True)
+    assert 'status-generated">succeeded</span>' in good and "<dt>Last generated</dt>" in good
+    failed = browser.get(f"/works/{bad}").get_data(as_text=True)
+    assert 'status-error">failed</span>' in failed and "<dt>Last run failed</dt>" in failed
+    assert "Generated" not in failed and ">error<" not in failed
+    listing = browser.get("/works").get_data(as_text=True)
+    assert 'status-generated">succeeded</span>' in listing and 'status-error">failed</span>' in listing
