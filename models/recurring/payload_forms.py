@@ -45,6 +45,7 @@ class PayloadField:
     kind: str = TEXT
     hint: str = ""
     rows: int = 4
+    called: str = ""  # how a refusal names what is missing ("a subject")
 
 
 @dataclass(frozen=True)
@@ -69,17 +70,20 @@ class PayloadForm:
 
 FORMS = {form.action_type: form for form in (
     PayloadForm("publish_post", "The post", (
-        PayloadField("body", "Post text", hint="what each occurrence posts; the channel's own limit applies", rows=5),
+        PayloadField("body", "Post text", hint="what each occurrence posts; the channel's own limit applies", rows=5,
+                     called="its text"),
         PayloadField("media", "Media", MEDIA, hint="optional: ids from the media library, one per line or comma "
                                                    "separated", rows=2),
     ), required=(("body",),)),
     PayloadForm("send_email", "The email", (
-        PayloadField("subject", "Subject", LINE),
-        PayloadField("body", "Body", hint="plain text; required unless the HTML body is given", rows=6),
-        PayloadField("html", "HTML body", hint="optional: sent beside the plain text, or alone", rows=4),
+        PayloadField("subject", "Subject", LINE, called="a subject"),
+        PayloadField("body", "Body", hint="plain text; required unless the HTML body is given", rows=6,
+                     called="a body"),
+        PayloadField("html", "HTML body", hint="optional: sent beside the plain text, or alone", rows=4,
+                     called="an HTML body"),
     ), required=(("subject",), ("body", "html"))),
     PayloadForm("send_sms", "The SMS", (
-        PayloadField("body", "Message", hint="the channel's own limit applies", rows=3),
+        PayloadField("body", "Message", hint="the channel's own limit applies", rows=3, called="a message"),
     ), required=(("body",),)),
 )}
 
@@ -176,8 +180,8 @@ def payload_from_form(action_type, typed: Mapping, box) -> dict:
         payload[field.key] = value
     for keys in form.required:
         if not any(_given(payload.get(key)) for key in keys):
-            names = " or ".join(form.field(key).label for key in keys)
-            raise InvalidInput(f"{form.title} needs {names[0].lower() + names[1:]}: type it in its field",
+            names = " or ".join(form.field(key).called or form.field(key).label for key in keys)
+            raise InvalidInput(f"{form.title} needs {names}: type it in its field",
                                field=payload_field(keys[0]), code="missing")
     return payload
 

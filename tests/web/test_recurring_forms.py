@@ -144,8 +144,8 @@ def test_bad_input_in_a_form_is_refused_on_its_field_keeps_what_was_typed_and_st
     email = {**RULE, "action_type": "send_email", "send_email-subject": "Standup", "send_email-body": "Notes"}
     post = {**RULE, "channel": "short", "action_type": "publish_post", "publish_post-body": "Short enough"}
     cases = [
-        ({**email, "send_email-subject": "  "}, "send_email-subject", "The email needs subject"),
-        ({**email, "send_email-body": "", "send_email-html": ""}, "send_email-body", "needs body or HTML body"),
+        ({**email, "send_email-subject": "  "}, "send_email-subject", "The email needs a subject"),
+        ({**email, "send_email-body": "", "send_email-html": ""}, "send_email-body", "needs a body or an HTML body"),
         ({**email, "send_email-subject": "One\r\ntwo"}, "send_email-subject", "Subject is one line"),
         ({**email, "send_email-body": "On {{ occurrence.weekday }}"}, "send_email-body", "is not filled in"),
         ({**email, "payload": '{"subject": "Another"}'}, "send_email-subject", "given differently in the JSON"),
@@ -153,7 +153,7 @@ def test_bad_input_in_a_form_is_refused_on_its_field_keeps_what_was_typed_and_st
         ({**email, "payload": "{oops"}, "payload", "must be JSON"),
         ({**post, "publish_post-body": "x" * 21}, "publish_post-body",
          "short (log) refuses the payload&#39;s body: the text is 21 characters; at most 20"),
-        ({**post, "publish_post-body": ""}, "publish_post-body", "The post needs post text"),
+        ({**post, "publish_post-body": ""}, "publish_post-body", "The post needs its text"),
         ({**post, "publish_post-media": "999999"}, "publish_post-media", "there is no media item 999999"),
         ({**post, "publish_post-media": "12abc"}, "publish_post-media", "is not a media id"),
         ({**post, "publish_post-media": "99999999999999999999"}, "publish_post-media", "is not a media id"),
@@ -164,6 +164,7 @@ def test_bad_input_in_a_form_is_refused_on_its_field_keeps_what_was_typed_and_st
         ({**post, "channel": "short", "action_type": "send_sms", "send_sms-body": "y" * 30}, "send_sms-body",
          "the text is 30 characters; at most 20"),
         ({**post, "payload": '{"media": "3"}', "publish_post-media": ""}, "payload", "payload.media must be a list"),
+        ({**post, "action_type": "send_sms", "send_sms-body": " "}, "send_sms-body", "The SMS needs a message"),
     ]
     marketer = browser_for("marketer")
     for change, field, words in cases:
@@ -191,7 +192,7 @@ def test_a_refused_edit_changes_nothing_and_re_shows_the_form_as_typed(client, a
     refused = marketer.post(f"/recurring/{rule}", {**RULE, "action_type": "send_email", "revision": "1",
                                                    "send_email-subject": "", "send_email-body": "Changed body"})
     body = text(refused)
-    assert refused.status_code == 422 and "The email needs subject" in body
+    assert refused.status_code == 422 and "The email needs a subject" in body
     assert re.search(r'id="send_email-subject"[^>]*aria-invalid="true"', body) and "Changed body</textarea>" in body
     after = _stored(app)[0]
     assert (after.payload, after.revision) == (before.payload, before.revision)

@@ -132,7 +132,7 @@ def _values(form=None, rule=None) -> dict:
                       exdates="\n".join(fields["exdates_local"]), action_type=rule.action_type,
                       channel=fields["channel"], target_key=rule.target_key,
                       payload=json.dumps(extra, indent=2, ensure_ascii=False) if extra else "", misfire=rule.misfire,
-                      revision=str(rule.revision), **typed)
+                      revision=str(rule.revision), **{**dict.fromkeys(input_names(), ""), **typed})
         return values
     v = viewer()
     tomorrow = (v.local(runtime().now()) + timedelta(days=1)).date()
