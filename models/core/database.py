@@ -13,11 +13,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from models.core.base import Base
-from models.core.engine import (SQLITE_BUSY_TIMEOUT_MS, WRITE_OPTION, begin_write, configure_engine,
-                                engine_read_session, engine_write_session)
+from models.core.engine import (WRITE_OPTION, begin_write, configure_engine, engine_read_session,
+                                engine_write_session)
 
-__all__ = ["SQLITE_BUSY_TIMEOUT_MS", "WRITE_OPTION", "begin_write", "configure_engine", "db", "read_session",
-           "write_session"]
+__all__ = ["WRITE_OPTION", "begin_write", "configure_engine", "db", "read_session", "write_session"]
 
 db = SQLAlchemy(model_class=Base)
 

@@ -16,7 +16,7 @@ from sqlalchemy.exc import OperationalError
 from models.actions.tables import ScheduledAction
 from models.channels.outbox import OutboxEntry
 from models.clock.tables import ClockRun
-from models.core import database
+from models.core import engine as connection_setup
 from models.core.database import db, read_session
 from tests.integration.clock_helpers import add_actions, make_channel, tick
 from tests.integration.outage_figures import record
@@ -31,7 +31,7 @@ BUSY_TIMEOUT_MS = 500
 @pytest.fixture
 def short_busy_timeout(monkeypatch):
     """The app's connections give up on a locked database after half a second instead of ten."""
-    monkeypatch.setattr(database, "SQLITE_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS)
+    monkeypatch.setattr(connection_setup, "SQLITE_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS)
 
 
 @pytest.fixture

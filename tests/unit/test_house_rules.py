@@ -117,7 +117,7 @@ def test_rows_due_before_the_next_tick_are_the_ones_handed_over_now():
 def test_a_route_id_is_a_32_bit_row_id_or_no_route_at_all(text, is_a_row_id):
     import re
 
-    from webapp import RowIdConverter
+    from webapp.converters import RowIdConverter
 
     assert bool(re.fullmatch(RowIdConverter.regex, text)) is is_a_row_id
 
@@ -127,7 +127,7 @@ def test_the_route_id_pattern_agrees_with_the_range_for_every_number():
 
     from hypothesis import given, strategies
 
-    from webapp import RowIdConverter
+    from webapp.converters import RowIdConverter
 
     @given(strategies.integers(min_value=0, max_value=2**34))
     def agrees(number):
