@@ -10,6 +10,7 @@
     in_review ─────────────────────────────────────────┘
       │  └──request_changes (with a comment)──▶ draft
       └──expire (its time passed)──▶ expired ──redraft (a new time)──▶ draft
+    approved ──return_to_review (an edit of what it sends, while review is required)──▶ in_review
     draft / in_review / approved / published / expired ──archive──▶ archived
 
 | move            | from                       | to        | made by                              | stamps                      |
@@ -18,6 +19,7 @@
 | request_changes | in_review                  | draft     | an admin or a reviewer, with a comment | submitted_at cleared      |
 | approve         | draft (review off), in_review | approved | a person (review required: an admin or a reviewer, not the author) | approved_at |
 | unapprove       | approved                   | draft     | a person                             | approved_at cleared         |
+| return_to_review | approved                  | in_review | an edit of what goes out (text, media, variants, thread, first comment, targets) while review is required | submitted_at; approved_at cleared |
 | expire          | in_review                  | expired   | the expiry pass, once the post's time has passed | expired_at      |
 | redraft         | expired                    | draft     | a person giving the post a new time  | expired_at, submitted_at cleared |
 | publish         | approved                   | published | the reconciler, once every target's latest row is published | published_at (the last send's time) |
@@ -54,6 +56,7 @@ class PostMove(str, enum.Enum):
     REQUEST_CHANGES = "request_changes"
     APPROVE = "approve"
     UNAPPROVE = "unapprove"
+    RETURN_TO_REVIEW = "return_to_review"
     EXPIRE = "expire"
     REDRAFT = "redraft"
     PUBLISH = "publish"
@@ -65,6 +68,7 @@ ALLOWED_POST_MOVES: dict[PostMove, tuple[frozenset[PostStatus], PostStatus]] = {
     PostMove.REQUEST_CHANGES: (frozenset({PostStatus.IN_REVIEW}), PostStatus.DRAFT),
     PostMove.APPROVE: (frozenset({PostStatus.DRAFT, PostStatus.IN_REVIEW}), PostStatus.APPROVED),
     PostMove.UNAPPROVE: (frozenset({PostStatus.APPROVED}), PostStatus.DRAFT),
+    PostMove.RETURN_TO_REVIEW: (frozenset({PostStatus.APPROVED}), PostStatus.IN_REVIEW),
     PostMove.EXPIRE: (frozenset({PostStatus.IN_REVIEW}), PostStatus.EXPIRED),
     PostMove.REDRAFT: (frozenset({PostStatus.EXPIRED}), PostStatus.DRAFT),
     PostMove.PUBLISH: (frozenset({PostStatus.APPROVED}), PostStatus.PUBLISHED),
@@ -90,12 +94,13 @@ APPROVE = _statement(PostMove.APPROVE, approved_at=NOW)
 EXPIRE = _statement(PostMove.EXPIRE, expired_at=NOW)
 REDRAFT = _statement(PostMove.REDRAFT, expired_at=None, submitted_at=None)
 UNAPPROVE = _statement(PostMove.UNAPPROVE, approved_at=None)
+RETURN_TO_REVIEW = _statement(PostMove.RETURN_TO_REVIEW, submitted_at=NOW, approved_at=None)
 PUBLISH = _statement(PostMove.PUBLISH, published_at=bindparam("sent_at", type_=UTCDateTime()))
 ARCHIVE = _statement(PostMove.ARCHIVE, archived_at=NOW)
 
 _STATEMENTS = {PostMove.SUBMIT: SUBMIT, PostMove.REQUEST_CHANGES: REQUEST_CHANGES, PostMove.APPROVE: APPROVE,
-               PostMove.UNAPPROVE: UNAPPROVE, PostMove.EXPIRE: EXPIRE, PostMove.REDRAFT: REDRAFT,
-               PostMove.PUBLISH: PUBLISH, PostMove.ARCHIVE: ARCHIVE}
+               PostMove.UNAPPROVE: UNAPPROVE, PostMove.RETURN_TO_REVIEW: RETURN_TO_REVIEW, PostMove.EXPIRE: EXPIRE,
+               PostMove.REDRAFT: REDRAFT, PostMove.PUBLISH: PUBLISH, PostMove.ARCHIVE: ARCHIVE}
 _EVENT = insert(PostEvent.__table__)
 
 
@@ -151,6 +156,11 @@ def _with(what: str, comment: str | None) -> str:
 def unapprove(session: Session, post: Post, *, now: datetime, actor: Actor) -> Outcome:
     """approved → draft: the reconciler withdraws its queued rows (age gate permitting)."""
     return _move(session, PostMove.UNAPPROVE, post, now=now, actor=actor, reason="back to draft")
+
+
+def return_to_review(session: Session, post: Post, *, now: datetime, actor: Actor, reason: str) -> Outcome:
+    """approved → in_review: what it sends changed after it was approved, and review is required."""
+    return _move(session, PostMove.RETURN_TO_REVIEW, post, now=now, actor=actor, reason=reason)
 
 
 def publish(session: Session, post: Post, *, now: datetime, actor: Actor, sent_at: datetime | None = None) -> Outcome:

@@ -29,7 +29,8 @@ from models.posts import lifecycle as post_lifecycle
 from models.posts.access import check_may_move_post
 from models.posts.checks import check_content, check_targets, check_texts, check_wall_time
 from models.posts.reconciler import reconcile_post
-from models.posts.review import CommentKind, check_may_approve, record_step
+from models.posts.review import (CommentKind, changed_parts, check_may_approve, record_step, return_to_review,
+                                 what_goes_out)
 from models.posts.reading import get_post, post_payload, post_rows, post_targets
 from models.posts.tables import ACTION_TYPE, TERMINAL_POST_STATUSES, Post, PostStatus, PostTarget
 from models.posts.threads import check_first_comment, check_thread, follow_up_rows
@@ -44,6 +45,7 @@ class PostChange:
     new_rows: list[ScheduledAction] = field(default_factory=list)
     note: str | None = None
     counts: dict = field(default_factory=dict)
+    returned_to_review: bool = False  # an edit of what it sends took it from approved back to review
 
 
 def create_post(
@@ -126,12 +128,17 @@ def update_post(
     Fields left out keep their value; ``variants`` given replaces them all (None: none). A
     variant of a target the edit removes goes with it. An approved post stays approved: its
     rows follow the edit in the same transaction (moved, inserted or withdrawn by the
-    reconciler's rules; a target whose own content changed gets a new row).
+    reconciler's rules; a target whose own content changed gets a new row) — unless the workspace
+    requires review and the edit changed what the post sends (not only its time): then it returns
+    to review and its queued rows are withdrawn (:func:`models.posts.review.return_to_review`), and
+    the change's note says so.
     A new wall time takes the post out of the queue unless ``from_queue`` says it is a slot.
     """
     post = get_post(session, workspace_id, post_id, lock=True)
     _refuse_if_terminal(post, "it can no longer be edited")
-    channels = check_targets(session, workspace_id, targets) if targets is not _UNSET else post_targets(session, post.id)
+    current = post_targets(session, post.id)
+    before = what_goes_out(post, current)
+    channels = check_targets(session, workspace_id, targets) if targets is not _UNSET else current
     if variants is _UNSET:
         kept = {channel.name for channel in channels}
         variants = {name: own for name, own in (post.variants or {}).items() if name in kept} or None
@@ -159,9 +166,33 @@ def update_post(
     session.flush()
     if wall_date is not None:
         redraft_if_expired(session, post, actor=actor, now=now)
+    parts = changed_parts(before, what_goes_out(post, channels))
+    withdrawn = None
+    if return_to_review(session, post, parts, actor=actor, now=now):
+        withdrawn = _withdraw_queued(session, post, actor=actor, now=now,
+                                     reason=f"post #{post.id} changed after approval by {actor.label}; back to review")
     change = _reconcile(session, post, actor=actor, now=now, policy=policy)
+    if withdrawn is not None:
+        change.counts["withdrawn"] = withdrawn
+        change.returned_to_review = True
+        back = (f"Post #{post.id} changed after it was approved ({', '.join(parts)}) and this workspace requires "
+                f"review: it is back in review, {withdrawn} queued row{'' if withdrawn == 1 else 's'} withdrawn, "
+                "until an admin or a reviewer approves it again.")
+        note = f"{note} {back}" if note else back
     change.note = note
     return change
+
+
+def _withdraw_queued(session: Session, post: Post, *, actor: Actor, now: datetime, reason: str) -> int:
+    """Cancel the post's queued rows (kind ``orphaned``, whatever their age: approving again mints them again); rows
+    being sent finish. How many were withdrawn."""
+    withdrawn = 0
+    for row in post_rows(session, post.workspace_id, [post.id])[post.id]:
+        if row.status == Status.QUEUED.value:
+            outcome = lifecycle.cancel(session, row.id, workspace_id=post.workspace_id, kind=CancelKind.ORPHANED,
+                                       now=now, actor=actor, reason=reason)
+            withdrawn += outcome.ok
+    return withdrawn
 
 
 def redraft_if_expired(session: Session, post: Post, *, actor: Actor, now: datetime) -> None:
@@ -370,13 +401,8 @@ def unapprove_post(
     if post.status == PostStatus.DRAFT.value:
         return PostChange(post)
     _moved(post_lifecycle.unapprove(session, post, now=now, actor=actor), "it cannot be unapproved")
-    withdrawn = 0
-    for row in post_rows(session, workspace_id, [post.id])[post.id]:
-        if row.status == Status.QUEUED.value:
-            outcome = lifecycle.cancel(session, row.id, workspace_id=workspace_id, kind=CancelKind.ORPHANED,
-                                       now=now, actor=actor,
-                                       reason=f"post #{post.id} back to draft by {actor.label}")
-            withdrawn += outcome.ok
+    withdrawn = _withdraw_queued(session, post, actor=actor, now=now,
+                                 reason=f"post #{post.id} back to draft by {actor.label}")
     change = _reconcile(session, post, actor=actor, now=now, policy=policy)
     change.counts["withdrawn"] = withdrawn
     return change

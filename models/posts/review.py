@@ -11,6 +11,18 @@ and the expiry of posts still in review when their time passes.
 
 Each step is one move of :mod:`models.posts.lifecycle` (its event carries the comment) and
 one entry of the post's thread (``post_comments``), in the same transaction.
+
+**An edit after approval.** What a reviewer approves is what the post sends: its text, media,
+variants, thread, first comment and targets (:func:`what_goes_out`). While review is required, an
+edit that changes any of them on an approved post returns it to ``in_review``
+(:func:`return_to_review`, called by ``update_post`` in the edit's transaction): its queued rows
+are withdrawn as an unapprove withdraws them (kind ``orphaned``, so approving again mints them
+again), the thread records the step, and the answer says so. A new time alone is not such a
+change: the post stays approved and its rows move (the calendar's drag, the queue's "next", a
+new date typed in the composer), since when a post goes out is the scheduler's part, not what
+was reviewed. Whoever edits, an admin or a reviewer included, sends it back: nobody's change
+goes out unseen, and an admin or a reviewer who is not the post's author may approve the new
+revision at once (the author never may).
 """
 
 from dataclasses import dataclass
@@ -29,6 +41,7 @@ from models.posts import lifecycle as post_lifecycle
 from models.posts.checks import check_texts, check_wall_time
 from models.posts.reading import get_post, post_targets, resolve_post_time
 from models.posts.tables import Post, PostComment, PostStatus
+from models.channels.tables import Channel
 from models.timing.wall_time import InvalidTimezone
 
 REVIEW_SETTINGS = ("off", "required")
@@ -141,6 +154,51 @@ def list_comments(session: Session, workspace_id: int, post_id: int) -> list[Pos
     """The post's thread, oldest first."""
     get_post(session, workspace_id, post_id)
     return list(session.scalars(select(PostComment).where(PostComment.post_id == post_id).order_by(PostComment.id)))
+
+
+# -- an edit after approval ------------------------------------------------------------------
+
+GOES_OUT = ("text", "media", "variants", "thread", "first comment", "targets")
+
+
+def what_goes_out(post: Post, channels: list[Channel]) -> tuple:
+    """What a reviewer approved of ``post`` (sent to ``channels``): everything it sends, not when it sends it.
+
+    Line breaks are compared as one kind: a browser sends a textarea's as CRLF, so a post written
+    through the API and saved unchanged in the composer has not changed."""
+    return (_lines(post.body), list(post.media or []), _lines(post.variants or None), _lines(post.thread or None),
+            _lines(post.first_comment or None), frozenset(channel.id for channel in channels))
+
+
+def _lines(value):
+    if isinstance(value, str):
+        return value.replace("\r\n", "\n")
+    if isinstance(value, dict):
+        return {key: _lines(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_lines(item) for item in value]
+    return value
+
+
+def changed_parts(before: tuple, after: tuple) -> list[str]:
+    """The parts of :func:`what_goes_out` an edit changed, named as the answer names them."""
+    return [name for name, old, new in zip(GOES_OUT, before, after) if old != new]
+
+
+def return_to_review(session: Session, post: Post, parts: list[str], *, actor: Actor, now: datetime) -> bool:
+    """approved → in_review when an edit changed ``parts`` of what it sends and the workspace requires review; the
+    step goes into the post's thread. False (nothing moved) when review is off or nothing that goes out changed.
+
+    The caller withdraws the post's queued rows in the same transaction (``update_post``)."""
+    if not parts or post.status != PostStatus.APPROVED.value or not review_required(session, post.workspace_id):
+        return False
+    words = f"changed after it was approved ({', '.join(parts)}): back to review"
+    outcome = post_lifecycle.return_to_review(session, post, now=now, actor=actor, reason=words)
+    if not outcome.ok:
+        raise _refused(post, "it cannot return to review")
+    record_step(session, post, kind=CommentKind.SUBMIT, actor=actor, body=words[0].upper() + words[1:] + ".",
+                now=now)
+    return True
 
 
 # -- expiry -----------------------------------------------------------------------------------

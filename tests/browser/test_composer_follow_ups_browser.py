@@ -83,7 +83,8 @@ def test_a_thread_and_a_first_comment_are_typed_previewed_saved_and_edited(open_
     assert post.first_comment == {"body": "Order at https://bakery.example/order", "media": []}
     expect(_item(page, 2)).to_have_value("Rye at ten, ask @baker")
     expect(_item(page, 3)).to_have_value("Buns at noon")
-    expect(page.get_by_role("textbox", name=re.compile("^First comment"))).to_have_value("Order at https://bakery.example/order")
+    expect(page.get_by_role("textbox", name=re.compile("^First comment"))).to_have_value(
+        "Order at https://bakery.example/order")
 
 
 def test_a_refused_thread_is_marked_on_its_field_and_keeps_what_was_typed(open_as, live, networks):

@@ -30,6 +30,7 @@ def test_the_table_of_post_moves_is_the_posts_state_machine():
         PostMove.REQUEST_CHANGES: (["in_review"], "draft"),
         PostMove.APPROVE: (["draft", "in_review"], "approved"),
         PostMove.UNAPPROVE: (["approved"], "draft"),
+        PostMove.RETURN_TO_REVIEW: (["approved"], "in_review"),
         PostMove.EXPIRE: (["in_review"], "expired"),
         PostMove.REDRAFT: (["expired"], "draft"),
         PostMove.PUBLISH: (["approved"], "published"),

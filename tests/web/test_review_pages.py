@@ -138,3 +138,37 @@ def test_post_now_on_a_draft_never_approves_it_for_its_author_while_review_is_re
     assert _status(app, own) == "draft"
     with app.app_context(), read_session() as session:
         assert list(session.scalars(select(ScheduledAction.id))) == []  # nothing sent, nothing queued
+
+
+def test_saving_a_change_to_an_approved_posts_text_sends_it_back_to_review_and_says_so(app, world, browser_for):
+    add_member_with_token(app, world, "reviewer")
+    _require_review(browser_for)
+    post_id = make_post(app, world)  # approved
+    marketer = browser_for("marketer")
+    page = marketer.get(f"/posts/{post_id}").get_data(as_text=True)
+    assert "sends it back to review" in page and "a new date or time alone does not" in page
+    moved = marketer.post(f"/posts/{post_id}", {"body": "Fresh bread at nine", "targets": ["main"],
+                                                "date": "2026-06-11", "time": "09:00", "intent": "save"},
+                          follow_redirects=True)
+    assert moved.status_code == 200 and _status(app, post_id) == "approved"  # a new time alone
+    assert "back in review" not in moved.get_data(as_text=True)
+    saved = marketer.post(f"/posts/{post_id}", {"body": "Fresh rye at nine", "targets": ["main"],
+                                                "date": "2026-06-11", "time": "09:00", "intent": "save"},
+                          follow_redirects=True)
+    page = saved.get_data(as_text=True)
+    assert saved.status_code == 200 and _status(app, post_id) == "in_review"
+    assert f"Saved: post #{post_id} is in_review." in page
+    assert "changed after it was approved (text) and this workspace requires review: it is back in review, " \
+           "1 queued row withdrawn" in page
+    assert "In review: an admin or a reviewer approves it" in page
+    assert "Changed after it was approved (text): back to review." in page  # the step, on the post's thread
+
+
+def test_saving_an_approved_post_unchanged_keeps_it_approved_though_the_browser_sends_its_line_breaks_as_crlf(
+        app, world, browser_for):
+    _require_review(browser_for)
+    post_id = make_post(app, world, body="Fresh bread\nat nine")  # written through the API: LF
+    marketer = browser_for("marketer")
+    saved = marketer.post(f"/posts/{post_id}", {"body": "Fresh bread\r\nat nine", "targets": ["main"],
+                                                "date": "2026-06-10", "time": "09:00", "intent": "save"})
+    assert saved.status_code == 303 and _status(app, post_id) == "approved"

@@ -250,7 +250,8 @@ def show(post_id: int):
 
 @bp.patch("/<int:post_id>")
 def update(post_id: int):
-    """Change a post's body, media, variants, time or targets; an approved post's rows follow at once."""
+    """Change a post's body, media, variants, thread, first comment, time or targets; an approved post's rows follow at
+    once, or (review required, what it sends changed) it returns to review and ``note`` says so."""
     caller = api_caller()
     body = json_body()
     _check_fields(body, UPDATE_FIELDS)
@@ -480,7 +481,8 @@ OPENAPI = {
             "get": {"summary": "One post with its rows",
                     "responses": {"200": {"description": "The post.", **json_content(_POST_ANSWER)},
                                   **errors("404")}},
-            "patch": {"summary": "Change a post; an approved post's rows follow",
+            "patch": {"summary": "Change a post; an approved post's rows follow (while review is required, a change "
+                                 "to what it sends returns it to review: status in_review, and note says so)",
                       "requestBody": {"required": True, **json_content({"$ref": "#/components/schemas/PostChange"},
                                                                        {"body": "Fresh bread at ten"})},
                       "responses": {"200": {"description": "The post.", **json_content(_POST_ANSWER)},
