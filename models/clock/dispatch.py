@@ -24,9 +24,11 @@ once, and each row then goes one of three ways::
          holds a slot); a row given a slot a moment ahead waits for it, and a row whose
          request starts more than RECHECK_AFTER after its claim reads its token again first:
          a row recovery declared lost meanwhile is not sent.
-      3. one short write transaction for the outcomes that have come back (``publish_batch``
+      3. one short write transaction for the outcomes that have come back, ``MIN_BATCH`` or
+         so at a time (a dispatch with rows left and free slots claims first; with none it
+         waits up to ``GATHER`` for answers): ``publish_batch``
          for the successes, the lifecycle's moves for the rest; a Retry-After also pauses the
-         channel for every row); each row's slot is given back once its outcome is committed.
+         channel for every row; each row's slot is given back once its outcome is committed.
 
     a provider that keeps a session (smtp), or a channel with a concurrency cap, in lanes:
       the same pre-send checks, admission and claim for each row alone, just before its own
