@@ -24,9 +24,11 @@ once, and each row then goes one of three ways::
          holds a slot); a row given a slot a moment ahead waits for it, and a row whose
          request starts more than RECHECK_AFTER after its claim reads its token again first:
          a row recovery declared lost meanwhile is not sent.
-      3. one short write transaction for the outcomes that have come back (``publish_batch``
+      3. one short write transaction for the outcomes that have come back, ``MIN_BATCH`` or
+         so at a time (a dispatch with rows left and free slots claims first; with none it
+         waits up to ``GATHER`` for answers): ``publish_batch``
          for the successes, the lifecycle's moves for the rest; a Retry-After also pauses the
-         channel for every row); each row's slot is given back once its outcome is committed.
+         channel for every row; each row's slot is given back once its outcome is committed.
 
     a provider that keeps a session (smtp), or a channel with a concurrency cap, in lanes:
       the same pre-send checks, admission and claim for each row alone, just before its own
@@ -241,6 +243,9 @@ _LOOK_COLUMNS = tuple(ScheduledAction.__table__.c[name] for name in (
     "recurring_schedule_id"))
 
 
+_LOOK_NAMES = tuple(column.name for column in _LOOK_COLUMNS) + ("late_from",)
+
+
 class LookedRow:
     """A row as the chunk's look read it (the columns of :data:`_LOOK_COLUMNS` as attributes, and ``due_at``).
 
@@ -249,7 +254,8 @@ class LookedRow:
     """
 
     def __init__(self, values):
-        self.__dict__.update(values._mapping)
+        # By position: a row's ``_mapping`` builds a view of its keys for every row, a tenth of the look.
+        self.__dict__.update(zip(_LOOK_NAMES, values))
 
     @property
     def due_at(self) -> datetime:
@@ -459,11 +465,13 @@ def _wait_for_slot(slot: datetime, channel: Channel, limits, context: DispatchCo
 # transaction's worth of claims and events.
 MAX_BATCH = 64
 # While some of its sends are out, a dispatch claims again only once this many slots are free
-# (or as many rows as it has left), and having seen one outcome come back it waits up to
-# GATHER seconds for as many (or all its sends out), so claims and outcomes are committed a handful at a time,
-# not one by one: the requests take far longer than the commits (20 ms against 1), so slots
-# idle a moment rather than the consumer's CPU going to one transaction per row.
-MIN_BATCH = 8
+# (or as many rows as it has left), and with nothing to claim, having seen one outcome come back,
+# it waits up to GATHER seconds for as many (or all its sends out), so claims and outcomes are
+# committed a handful at a time, not one by one: the requests take far longer than the commits
+# (20 ms against 1), so slots idle a moment rather than the consumer's CPU going to one
+# transaction per row. Half the default sends in flight: 2,000 webhooks took 250 transactions
+# instead of 530 with 8.
+MIN_BATCH = 16
 GATHER = 0.05
 # A request that starts this long after its row's claim committed (it waited for its channel's
 # slot, or for a sending thread) re-reads the row's token first. Recovery declares lost only rows
@@ -559,8 +567,12 @@ def _send_in_batches(rows: list[_Looked], kits: dict[int, _Kit], context: Dispat
         while pending or running:
             finished = [future for future in running if future.done()]
             enough = min(len(pending), MIN_BATCH)
-            if not finished and running and (not pending or slots.free < enough or failure is not None):
+            may_claim = pending and slots.free >= enough and failure is None
+            if running and not may_claim and len(finished) < min(MIN_BATCH, len(running)):
+                # Nothing to claim now: wait for a handful of outcomes rather than commit one or two at a time.
                 finished = _gather(running)
+            elif may_claim and len(finished) < MIN_BATCH:
+                finished = []  # claim first; these outcomes are recorded with the next ones
             if finished:
                 done = [(running.pop(future), future) for future in finished]
                 try:
