@@ -1,4 +1,5 @@
-"""A demo workspace: people, channels, and a few weeks of actions in every status."""
+"""A demo workspace: people (a reviewer among them), channels (the social one with posting times), and a few weeks
+of actions in every status."""
 
 from datetime import time, timedelta
 
@@ -10,6 +11,7 @@ from models.actions import lifecycle
 from models.actions.scheduling import NewAction, insert_action
 from models.actions.tables import CancelKind, FailureCode, Origin
 from models.channels.operations import save_channel
+from models.channels.slots import save_slots
 from models.accounts.tables import Role, Workspace
 from models.core.database import write_session
 from models.core.moves import Actor
@@ -24,12 +26,21 @@ from models.works.plans import DEFAULT_PLANS_PARSED
 
 DEMO_WORKSPACE = "Demo Bakery"
 DEMO_PASSWORD = "tickwork-demo"
-DEMO_PEOPLE = [("admin@demo.test", "admin"), ("ops@demo.test", "ops"), ("marketer@demo.test", "marketer")]
+DEMO_PEOPLE = [("admin@demo.test", "admin"), ("ops@demo.test", "ops"), ("marketer@demo.test", "marketer"),
+               ("reviewer@demo.test", "reviewer")]
 DEMO_CHANNELS = [
     ("instagram", "log", "publish_post", {"sends": "publish_post"}),
     ("newsletter", "log", "send_email", {"sends": "send_email"}),
     ("sms-alerts", "log", "send_sms", {"address": "phone"}),  # a log channel that delivers to phones
 ]
+# Posting times on the social channels, so "Add to queue" and "Share next" have slots to take: three a day,
+# as the queue tools marketers know start with, and a later one at the weekend.
+DEMO_SLOTS = {
+    "instagram": [{"days": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"], "time": "09:00"},
+                  {"days": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"], "time": "13:00"},
+                  {"days": ["mon", "tue", "wed", "thu", "fri"], "time": "17:00"},
+                  {"days": ["sat", "sun"], "time": "18:30"}],
+}
 DEMO_CONTACTS = [
     ("Ana Pereira", "+15555550111"), ("Ben Okafor", "+15555550112"), ("Chloé Martin", "+15555550113"),
     ("Dev Raman", "+15555550114"), ("Eli Cohen", "+15555550115"), ("Fatima Zahra", "+15555550116"),
@@ -64,6 +75,8 @@ def load_demo(runtime) -> str:
                           now=now, actor=Actor(label="user:admin@demo.test")), action_type)
             for name, kind, action_type, config in DEMO_CHANNELS
         ]
+        for name, slots in DEMO_SLOTS.items():
+            save_slots(session, workspace.id, name, slots)
         _demo_actions(session, workspace.id, channels, now)
         _demo_posts(session, workspace.id, runtime.policy, now)
         _demo_due_soon(session, workspace.id, channels, now)

@@ -90,6 +90,10 @@ def default_settings(instance_path: str) -> dict:
         "TICKWORK_SIGNIN_LIMIT_PER_ADDRESS": os.environ.get("TICKWORK_SIGNIN_LIMIT_PER_ADDRESS") or "50 per 10 minutes",
         "TICKWORK_API_RATE_LIMIT": os.environ.get("TICKWORK_API_RATE_LIMIT") or "1200 per minute",
         "TICKWORK_FEED_RATE_LIMIT": os.environ.get("TICKWORK_FEED_RATE_LIMIT") or "60 per hour",
+        # An outside reviewer's link (its page and its decisions together), and everything one address asks of
+        # review links, whichever link it names (a made-up one included).
+        "TICKWORK_REVIEW_LINK_RATE_LIMIT": os.environ.get("TICKWORK_REVIEW_LINK_RATE_LIMIT") or "30 per minute",
+        "TICKWORK_REVIEW_ADDRESS_RATE_LIMIT": os.environ.get("TICKWORK_REVIEW_ADDRESS_RATE_LIMIT") or "60 per minute",
         # A signed-in session unused this long (whole minutes) has ended: the next request signs in again.
         "TICKWORK_SESSION_IDLE_MINUTES": os.environ.get("TICKWORK_SESSION_IDLE_MINUTES") or 60,
         # How long Postmark's outbound search may lag behind a send (whole minutes): an unknown outcome

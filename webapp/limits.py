@@ -1,5 +1,6 @@
 """Rate limits (Flask-Limiter): failed sign-ins per account and per address, API calls per token id
-(or per address for requests without a valid token).
+(or per address for requests without a valid token), each calendar feed, and the outside reviewers'
+public page per review link and per address.
 
 The counts live in the storage ``TICKWORK_RATELIMIT_STORAGE_URI`` names: ``memory://`` on a
 single box (each web process counts for itself), ``redis://...`` where several processes or
@@ -19,6 +20,9 @@ from flask_limiter.util import get_remote_address
 SIGNIN_REFUSED = "Too many failed sign-ins; wait a few minutes and try again."
 API_REFUSED = "Too many requests with this token; slow down and retry after the time in Retry-After."
 FEED_REFUSED = "Too many fetches of this calendar feed; retry after the time in Retry-After."
+REVIEW_REFUSED = ("Too many requests for this review link; wait a minute, then reload the page. Nothing was "
+                  "decided by the request that was refused.")
+REVIEW_ENDPOINTS = ("post_review_public.page", "post_review_public.decide")
 
 
 DEVICE_COOKIE = "tickwork_device"
@@ -108,6 +112,16 @@ def _feed_token() -> str:
     return "feed:" + hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
 
 
+def _review_link() -> str:
+    """The review link's token (hashed), so each link has its own allowance, its page and its decisions together."""
+    token = (request.view_args or {}).get("token") or ""
+    return "review-link:" + hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
+
+
+def _review_address() -> str:
+    return "review-from:" + get_remote_address()
+
+
 def init_app(app: Flask) -> None:
     """Build the app's limiter and put the limits on sign-in and on every ``/api/`` blueprint."""
     limiter = Limiter(key_func=get_remote_address, headers_enabled=True, retry_after="delta-seconds",
@@ -137,3 +151,12 @@ def init_app(app: Flask) -> None:
     per_feed = limiter.limit(lambda: current_app.config["TICKWORK_FEED_RATE_LIMIT"], key_func=_feed_token,
                              error_message=FEED_REFUSED)
     app.view_functions["feeds.feed"] = per_feed(app.view_functions["feeds.feed"])
+    # A review link is a page anyone holding it may open without an account: each link, and each address across
+    # links (made-up ones too), has an allowance; the page and the decision share it.
+    per_link = limiter.shared_limit(lambda: current_app.config["TICKWORK_REVIEW_LINK_RATE_LIMIT"],
+                                    scope="review-link", key_func=_review_link, error_message=REVIEW_REFUSED)
+    per_reviewer_address = limiter.shared_limit(lambda: current_app.config["TICKWORK_REVIEW_ADDRESS_RATE_LIMIT"],
+                                                scope="review-from", key_func=_review_address,
+                                                error_message=REVIEW_REFUSED)
+    for endpoint in REVIEW_ENDPOINTS:
+        app.view_functions[endpoint] = per_link(per_reviewer_address(app.view_functions[endpoint]))

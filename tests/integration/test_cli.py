@@ -243,3 +243,33 @@ def test_a_database_only_command_stops_at_start_on_any_setting_the_app_stops_on(
     assert ran["code"] == 2 and stderr.startswith("tickwork: ") and fragment in stderr
     assert stderr.strip().count("\n") == 0 and output == ""
 
+
+def test_the_demo_has_a_reviewer_who_signs_in_and_posting_times_the_queue_takes(app, cli):
+    from datetime import time
+
+    from models.accounts.tables import Membership, User, Workspace
+    from models.channels.tables import Channel
+    from models.core.runtime import runtime
+    from models.demo import DEMO_PASSWORD, DEMO_WORKSPACE
+    from models.posts.queue import plan_slot
+    from tests.web.conftest import TOKEN
+
+    output = _ok(cli("demo"))
+    assert "reviewer@demo.test" in output and "reviewer" in output
+    with app.app_context(), read_session() as session:
+        workspace = session.scalar(select(Workspace).where(Workspace.name == DEMO_WORKSPACE))
+        role = session.scalar(select(Membership.role).join(User, User.id == Membership.user_id)
+                              .where(User.email == "reviewer@demo.test", Membership.workspace_id == workspace.id))
+        instagram = session.scalar(select(Channel).where(Channel.workspace_id == workspace.id,
+                                                         Channel.name == "instagram"))
+        assert role == "reviewer" and instagram.posting_slots
+        rt = runtime()
+        for when in ("queue", "next"):
+            plan = plan_slot(session, workspace.id, [instagram], when, now=rt.now(), policy=rt.policy)
+            assert plan.wall_time in (time(9), time(13), time(17), time(18, 30)), (when, plan)
+    browser = app.test_client()
+    token = TOKEN.search(browser.get("/login").get_data(as_text=True)).group(1)
+    signed_in = browser.post("/login", data={"email": "reviewer@demo.test", "password": DEMO_PASSWORD,
+                                             "csrf_token": token})
+    assert signed_in.status_code == 303
+    assert browser.get("/posts").status_code == 200  # a reviewer reads what a marketer reads
