@@ -590,6 +590,9 @@ def _send_in_batches(rows: list[_Looked], kits: dict[int, _Kit], context: Dispat
             taken = slots.take(min(len(pending), MAX_BATCH), at_least=enough, block=not running)
             if not taken:
                 continue
+            if context.draining():  # the stop came while this dispatch waited for its slots: claim nothing more
+                slots.give(taken)
+                continue
             batch = [pending.popleft() for _ in range(taken)]
             try:
                 claimed, decided = _claim_for_sending(batch, context, actor)
