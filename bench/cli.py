@@ -86,7 +86,7 @@ def main() -> None:
              "\n\nTarget not met by " + ", ".join(f"`{name}` ({ratio:.1f}x)" for name, ratio in missed.items())
              + ".")
     body += ("\n\n`--help` lists its commands from a table (webapp/command_line.py) and imports no more than Flask's "
-             "command-line group. `token` and `user` build no app and import no Flask (webapp/database_commands.py): "
+             "command-line group. `token`, `user` and `workspace create` build no app and import no Flask (webapp/database_commands.py): "
              "they check the settings as a starting app does, then open the database with SQLAlchemy alone. What "
              "they still import is SQLAlchemy's ORM (about two thirds of their time: `python -X importtime`) and "
              "the accounts floor of the domain, whose models and rules they run, as the app does. Every other "
