@@ -10,7 +10,7 @@ from flask.cli import with_appcontext
 from sqlalchemy import select
 
 from jobs import cli as jobs_cli
-from models.accounts.workspaces import change_workspace_zone, create_workspace, find_workspace
+from models.accounts.workspaces import change_workspace_zone, find_workspace
 from models.channels.operations import read_from_network, save_channel
 from models.core.database import write_session
 from models.core.moves import Actor
@@ -24,16 +24,7 @@ def workspace_cli():
     """Manage workspaces."""
 
 
-@workspace_cli.command("create")
-@click.argument("name")
-@click.option("--timezone", "zone", required=True, help="IANA zone, for example Europe/Paris")
-@click.option("--plan", default="free", show_default=True)
-@with_appcontext
-def workspace_create(name, zone, plan):
-    """Create a workspace."""
-    with _refusals_as_one_line(), write_session() as session:
-        create_workspace(session, name=name, zone=zone, plan=plan, now=runtime().now())
-    click.echo(f"workspace {name} created ({zone})")
+workspace_cli.add_command(database_commands.workspace_create)
 
 
 @workspace_cli.command("set-timezone")

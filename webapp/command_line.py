@@ -4,7 +4,7 @@
   one-line help, and builds no app (:func:`flask_group`); ``tests/web/test_command_line.py``
   holds the table to the app's real commands, so a command added to the app without a line
   here fails the suite.
-- The commands of :data:`DATABASE_ONLY` (people and tokens) need only the database: they run
+- The commands of :data:`DATABASE_ONLY` (people, tokens, ``workspace create``) need only the database: they run
   without Flask, the wings or the job machinery (``webapp.database_commands``), after the same
   checks of the settings a starting app makes.
 - Every other command builds the app, as ``flask --app wsgi`` does.
@@ -55,8 +55,9 @@ COMMANDS = {
 }
 
 
-# The commands that need only the database, run without building the app (webapp.database_commands).
-DATABASE_ONLY = ("token", "user")
+# The commands that need only the database, run without building the app (webapp.database_commands):
+# each is the words that begin its command line.
+DATABASE_ONLY = (("token",), ("user",), ("workspace", "create"))
 
 
 def runs_without_the_app(args: list[str]) -> bool:
@@ -66,7 +67,7 @@ def runs_without_the_app(args: list[str]) -> bool:
     when ``FLASK_APP`` names another app, or when a ``.env``/``.flaskenv`` file is here or python-dotenv is
     installed: Flask's group reads those files (or says it cannot), and then goes its own way.
     """
-    if not args or args[0] not in DATABASE_ONLY or os.environ.get("FLASK_APP"):
+    if not any(tuple(args[:len(words)]) == words for words in DATABASE_ONLY) or os.environ.get("FLASK_APP"):
         return False
     if os.path.isfile(".env") or os.path.isfile(".flaskenv"):
         return False
@@ -138,10 +139,10 @@ def main():
     args = sys.argv[1:]
     try:
         if runs_without_the_app(args):
-            from webapp.database_commands import GROUPS, database_only
+            from webapp.database_commands import database_only, database_only_group
 
             database = database_only()  # the settings are checked first, as building the app checks them
-            click.Group("tickwork", commands=GROUPS).main(args, prog_name="tickwork", obj=database)
+            database_only_group().main(args, prog_name="tickwork", obj=database)
         else:
             flask_group().main(prog_name="tickwork")
     except ConfigurationError as exc:

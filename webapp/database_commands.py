@@ -1,6 +1,7 @@
-"""The ``tickwork`` commands that need only the database: people (``user``) and API tokens (``token``).
+"""The ``tickwork`` commands that need only the database: people (``user``), API tokens (``token``) and
+``workspace create``.
 
-Run as ``tickwork token ...`` they build no app: :func:`database_only` reads and checks the
+Run as ``tickwork token ...`` (and so on) they build no app: :func:`database_only` reads and checks the
 settings as the app would (a setting no process could start with stops them too), opens the
 database with SQLAlchemy alone, and imports no Flask, no wing and no job machinery, so they
 start in a fraction of the time a command that builds the app takes (``bench/cli.py``).
@@ -23,7 +24,7 @@ from sqlalchemy.orm import Session
 from models.accounts.members import add_member, find_user
 from models.accounts.tables import Role
 from models.accounts.tokens import expiry_after, issue_token
-from models.accounts.workspaces import find_workspace
+from models.accounts.workspaces import create_workspace, find_workspace
 from models.core.errors import DomainError
 
 
@@ -108,6 +109,18 @@ def refusals_as_one_line() -> Iterator[None]:
         yield
     except DomainError as exc:
         fail(exc.message)
+
+
+@click.command("create")
+@click.argument("name")
+@click.option("--timezone", "zone", required=True, help="IANA zone, for example Europe/Paris")
+@click.option("--plan", default="free", show_default=True)
+@with_database
+def workspace_create(database, name, zone, plan):
+    """Create a workspace."""
+    with refusals_as_one_line(), database.write() as session:
+        create_workspace(session, name=name, zone=zone, plan=plan, now=database.now())
+    click.echo(f"workspace {name} created ({zone})")
 
 
 @click.group("user")
@@ -223,5 +236,11 @@ def token_revoke(database, token_id):
     click.echo(f"{label} revoked")
 
 
-# The groups ``tickwork`` runs without the app (webapp.command_line); the app registers them as well.
+# The groups the app registers whole (webapp.cli); ``workspace create`` joins the app's ``workspace`` group.
 GROUPS = (user_cli, token_cli)
+
+
+def database_only_group() -> click.Group:
+    """``tickwork`` as it runs the commands of ``webapp.command_line.DATABASE_ONLY``."""
+    workspace = click.Group("workspace", commands=[workspace_create], help="Manage workspaces.")
+    return click.Group("tickwork", commands=[*GROUPS, workspace])

@@ -24,4 +24,5 @@ def queue_storage(queue_url: str) -> tuple[str | None, dict]:
         return "postgresql", {"dsn": "postgresql://" + queue_url.split("://", 1)[1]}
     if scheme in ("redis", "rediss"):
         return "redis", {"url": queue_url}
-    raise ValueError(f"TICKWORK_QUEUE_URL {queue_url!r}: expected sqlite:///..., postgresql://..., redis://... or immediate")
+    raise ValueError(f"TICKWORK_QUEUE_URL {queue_url!r}: expected sqlite:///..., postgresql://..., redis://... "
+                     "or immediate")

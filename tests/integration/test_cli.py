@@ -142,6 +142,7 @@ def test_max_attempts_above_five_stops_every_process_at_start_naming_it(database
     env = dict(os.environ, TICKWORK_DATABASE_URL=database_url, TICKWORK_SECRET_KEY=TEST_SECRET,
                TICKWORK_QUEUE_URL="immediate", TICKWORK_POLICY_JSON='{"max_attempts": 6}')
     for command in (["dispatch-works"], ["consumer"], ["token", "list", "--workspace", "Acme"],
+                    ["workspace", "create", "Hooli", "--timezone", "UTC"],
                     ["user", "deactivate", "x@acme.test"]):
         result = subprocess.run([tickwork, *command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 2 and "max_attempts is from 1 to 5" in result.stderr, (command, result.stderr)
@@ -192,13 +193,14 @@ def _run_listing_modules(database_url: str, *args: str, stdin: str | None = None
     return json.loads(listed), "\n".join(output), done.stderr
 
 
-def test_token_and_user_commands_run_on_the_database_alone_and_answer_as_through_the_app(app, client,
-                                                                                          database_url):
-    """``tickwork user ...`` and ``token ...`` build no app: nothing of Flask, the wings or the jobs is imported,
+def test_workspace_user_and_token_commands_run_on_the_database_alone_and_answer_as_through_the_app(
+        client, database_url):
+    """``tickwork workspace create``, ``user ...`` and ``token ...`` build no app: nothing of Flask, the wings or the jobs is imported,
     and what they write is what the app reads (the token they print works on the API)."""
     import json
 
-    _ok(app.test_cli_runner().invoke(args=["workspace", "create", "Pied Piper", "--timezone", "UTC"]))
+    made, output, _ = _run_listing_modules(database_url, "workspace", "create", "Pied Piper", "--timezone", "UTC")
+    assert made == {"code": 0, "heavy": []} and output == "workspace Pied Piper created (UTC)"
     made, output, _ = _run_listing_modules(database_url, "user", "create", "Richard@Piper.test", "--workspace",
                                            "Pied Piper", "--role", "ops", stdin="a long password\n")
     assert made == {"code": 0, "heavy": []} and output == "richard@piper.test is ops in Pied Piper"
@@ -210,7 +212,8 @@ def test_token_and_user_commands_run_on_the_database_alone_and_answer_as_through
     [token] = [json.loads(line) for line in output.splitlines()]
     assert listed["heavy"] == [] and token["name"] == "cron" and token["email"] == "richard@piper.test"
     revoked, output, _ = _run_listing_modules(database_url, "token", "revoke", str(token["id"]))
-    assert revoked == {"code": 0, "heavy": []} and output == f"token #{token['id']} (cron) of richard@piper.test revoked"
+    assert revoked == {"code": 0, "heavy": []}
+    assert output == f"token #{token['id']} (cron) of richard@piper.test revoked"
     assert client.get("/api/v1/actions", headers={"Authorization": f"Bearer {raw}"}).status_code == 401
 
 
@@ -220,6 +223,7 @@ def test_token_and_user_commands_run_on_the_database_alone_and_answer_as_through
     (("token", "revoke", "0"), 2, "Invalid value for 'TOKEN_ID'"),
     (("token", "create"), 2, "Missing argument 'EMAIL'"),
     (("user", "create", "x@y.test", "--workspace", "Nowhere", "--role", "ops"), 1, "no workspace named"),
+    (("workspace", "create", "Bad", "--timezone", "Mars/Base"), 1, "'Mars/Base' is not an IANA time zone"),
 ])
 def test_a_database_only_command_refuses_as_through_the_app(database_url, args, exit_code, fragment):
     ran, output, stderr = _run_listing_modules(database_url, *args, stdin="a long password\n")
