@@ -105,6 +105,33 @@ def test_admins_set_a_workspace_rule_and_bad_numbers_are_refused_changing_nothin
         assert (row.threshold, row.window_seconds, row.cooldown_seconds, row.enabled) == (25, 1800, 7200, True)
 
 
+def test_a_rules_window_and_cooldown_are_a_number_and_a_unit_shown_back_in_words(app, world, browser_for):
+    admin = browser_for("admin")
+    base = {"rule": "channel_failures", "threshold": "25", "enabled": "1"}
+    for form, words in (({"window": "1.5", "window_unit": "hours"}, "whole number of hours"),
+                        ({"window": "two", "window_unit": "minutes"}, "whole number of minutes"),
+                        ({"window": "\u00b2", "window_unit": "minutes"}, "whole number of minutes"),
+                        ({"cooldown": "2", "cooldown_unit": "fortnights"}, "seconds, minutes, hours or days"),
+                        ({"window": "30", "window_unit": "seconds"}, "from 60 seconds")):
+        answer = admin.post("/alerts/rules", {**base, **form})
+        assert answer.status_code == 422 and words in answer.get_data(as_text=True), form
+    with app.app_context(), read_session() as session:
+        assert session.scalars(select(AlertRuleSetting)).all() == []
+    saved = admin.post("/alerts/rules", {**base, "window": "30", "window_unit": "minutes", "cooldown": "2",
+                                         "cooldown_unit": "hours"})
+    assert saved.status_code == 303
+    with app.app_context(), read_session() as session:
+        (row,) = session.scalars(select(AlertRuleSetting)).all()
+        assert (row.window_seconds, row.cooldown_seconds) == (1800, 7200)
+    page = admin.get("/alerts").get_data(as_text=True)
+    row_html = page.split('id="rule-channel_failures"')[1].split("</tr>")[0]
+    assert 'name="window" form="rule-channel_failures" type="number" min="0" max="999999999" value="30"' in row_html
+    assert '<option value="minutes" selected>minutes</option>' in row_html
+    assert 'value="2"' in row_html and '<option value="hours" selected>hours</option>' in row_html
+    shown = browser_for("ops").get("/alerts").get_data(as_text=True)  # read, not edited: in words
+    assert "<td>30 minutes</td>" in shown and "<td>2 hours</td>" in shown
+
+
 def test_every_member_chooses_their_own_alerts_at_once_or_in_the_digest(app, world, browser_for):
     marketer = browser_for("marketer")
     assert marketer.post("/alerts/preferences", {"delivery-channel_failures": "digest"}).status_code == 303

@@ -14,7 +14,7 @@ from models.alerts.rules import INSTANCE_RULES, RULES, WORKSPACE_RULES
 from models.alerts.tables import AlertPreference
 from models.channels.tables import Channel
 from models.core.database import db, write_session
-from models.core.errors import DomainError, Forbidden
+from models.core.errors import DomainError, Forbidden, InvalidInput
 from models.core.runtime import runtime
 from webapp.views.context import is_htmx, render_page, require, viewer
 
@@ -33,6 +33,42 @@ def _firing():
     return {"firing_alerts": operations.open_count(db.session, v.workspace.id)}
 
 
+# A rule's window and cooldown are typed as a number and a unit ("15 minutes", "2 hours"); the rules keep seconds.
+DURATION_UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
+
+
+def duration_parts(seconds: float | None) -> tuple[str, str]:
+    """A number of seconds as the largest unit that counts it whole: 7200 → ("2", "hours"); None → ("", "minutes")."""
+    if seconds is None:
+        return "", "minutes"
+    whole = int(seconds)
+    for unit, size in reversed(DURATION_UNITS.items()):
+        if whole and whole % size == 0:
+            return str(whole // size), unit
+    return str(whole), "seconds"
+
+
+def duration_words(seconds: float | None) -> str:
+    """A window or cooldown in words: "15 minutes", "1 hour", "—" for none."""
+    number, unit = duration_parts(seconds)
+    if not number:
+        return "—"
+    return f"{number} {unit[:-1] if number == '1' else unit}"
+
+
+def _typed_seconds(name: str) -> str | None:
+    """The seconds a number and its unit say, as the rule's check reads them; a bare number is seconds."""
+    typed, unit = request.form.get(name), request.form.get(f"{name}_unit")
+    if typed is None or unit is None or not typed.strip():
+        return typed
+    if unit not in DURATION_UNITS:
+        raise InvalidInput(f"the {name} is counted in seconds, minutes, hours or days", field=name)
+    number = typed.strip()
+    if not (number.isascii() and number.isdigit()) or len(number) > 9:  # "²" is a digit to isdigit, not to int
+        raise InvalidInput(f"the {name} is a whole number of {unit}, like 15", field=name)
+    return str(int(number) * DURATION_UNITS[unit])
+
+
 def _index_context(error: DomainError | None = None) -> dict:
     v = viewer()
     session = db.session
@@ -46,7 +82,8 @@ def _index_context(error: DomainError | None = None) -> dict:
         destinations=destinations(session, v.workspace.id),
         channels=list(session.scalars(select(Channel).where(Channel.workspace_id == v.workspace.id)
                                       .order_by(Channel.name))),
-        preferences=preferences,
+        preferences=preferences, duration_parts=duration_parts, duration_words=duration_words,
+        duration_units=DURATION_UNITS,
     )
 
 
@@ -150,8 +187,8 @@ def save_rule():
     """Set one workspace rule's threshold, window, cooldown, or turn it off."""
     return _index_write(lambda session, v: operations.save_rule_setting(
         session, v.workspace.id, request.form.get("rule", ""), values={
-            "threshold": request.form.get("threshold"), "window": request.form.get("window"),
-            "cooldown": request.form.get("cooldown"), "enabled": request.form.get("enabled", "0")},
+            "threshold": request.form.get("threshold"), "window": _typed_seconds("window"),
+            "cooldown": _typed_seconds("cooldown"), "enabled": request.form.get("enabled", "0")},
         now=runtime().now()), "Rule saved.")
 
 
