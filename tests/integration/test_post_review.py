@@ -230,3 +230,21 @@ def test_a_review_link_is_refused_after_the_post_is_edited(app, client, reviewed
 def test_an_unknown_review_link_is_not_found(client):
     assert client.get("/review/" + "x" * 43).status_code == 404
     assert client.post("/review/" + "x" * 43, data={"decision": "approve"}).status_code == 404
+
+
+def test_the_review_page_shows_the_thread_and_the_first_comment_an_approval_sends(app, client, reviewed):
+    with app.app_context(), write_session() as session:
+        now = runtime().now()
+        session.add(Channel(workspace_id=reviewed.workspace_id, name="toots", kind="mastodon",
+                            config={"url": "https://masto.example"}, created_at=now))
+        session.add(Channel(workspace_id=reviewed.workspace_id, name="pro", kind="linkedin", config={}, created_at=now))
+    created = client.post("/api/v1/posts", headers=reviewed.auth("marketer"), json={
+        "body": "Fresh bread", "targets": ["toots", "pro"], "local_time": "2026-06-01T09:00",
+        "thread": [{"body": "Second: the rye"}], "first_comment": "Order at https://bakery.example/order"})
+    assert created.status_code == 201, created.json
+    post_id = created.json["id"]
+    client.post(f"/api/v1/posts/{post_id}/submit", headers=reviewed.auth("marketer"))
+    page = client.get(f"/review/{_token(_link(client, reviewed, post_id))}").get_data(as_text=True)
+    toots, pro = page.split('data-channel="pro"')
+    assert "Item 2, a reply" in toots and "Second: the rye" in toots and "First comment" not in toots
+    assert "First comment" in pro and '<a href="https://bakery.example/order"' in pro and "a reply" not in pro

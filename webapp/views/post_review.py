@@ -133,9 +133,11 @@ def review_panel(post) -> dict:
 
 def _preview(post, chosen_zone: str | None, workspace_zone: str) -> dict:
     """Each target as its network will show it (the composer's preview: the account, the text with its links,
-    mentions and tags, the media, the network's counter), and the post's time in the reader's zone."""
+    mentions and tags, the media, the network's counter, then its thread's replies and first comment where the
+    network takes them: an approval approves them too), and the post's time in the reader's zone."""
     channels = post_targets(db.session, post.id)
-    previews = previews_for(db.session, post.workspace_id, post.body, post.media or [], post.variants, channels)
+    previews = previews_for(db.session, post.workspace_id, post.body, post.media or [], post.variants, channels,
+                            thread=post.thread, first_comment=post.first_comment)
     targets = []
     for channel, shown in zip(channels, previews):
         body, media = content_for(post, channel.name)  # what the target is sent: a variant's "media": [] is none
