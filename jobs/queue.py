@@ -8,7 +8,7 @@ generation never holds up a send.
 | ``TICKWORK_QUEUE_URL``        | storage                                              |
 |-------------------------------|------------------------------------------------------|
 | ``sqlite:///path/queue.db``   | ``SqliteStorage`` (the default: a file beside the app database), synchronous as the app database's |
-| ``postgresql://...``          | ``PostgresStorage`` (LISTEN/NOTIFY, ``SKIP LOCKED``), tables ``huey_*`` |
+| ``postgresql://...``          | ``PostgresStorage`` (LISTEN/NOTIFY, ``SKIP LOCKED``), tables ``huey_*``, created under an advisory lock |
 | ``redis://...``               | ``RedisStorage``                                     |
 | ``immediate``                 | Huey's immediate mode: tasks run inline, ``eta`` tasks never run |
 
@@ -47,7 +47,24 @@ class QueueSqliteStorage(SqliteStorage):
         return conn
 
 
-STORAGES = {None: None, "sqlite": QueueSqliteStorage, "postgresql": PostgresStorage, "redis": RedisStorage}
+class QueuePostgresStorage(PostgresStorage):
+    """PostgresHuey whose tables are created by one process at a time.
+
+    Huey creates its tables with ``CREATE TABLE IF NOT EXISTS`` whenever a storage is built, and
+    PostgreSQL does not make that safe between sessions: two consumers starting together on a
+    database without the tables both create them, and one fails on ``pg_type``'s unique index
+    and exits before taking a task. A transaction-level advisory lock, held until the DDL
+    commits, makes the second wait and then find the tables there.
+    """
+
+    def initialize_schema(self):
+        with self.db(commit=True, close=True) as cursor:
+            cursor.execute("select pg_advisory_xact_lock(hashtext(%s))", (f"tickwork:{self.table_task}:schema",))
+            for statement in self.ddl:
+                cursor.execute(statement)
+
+
+STORAGES = {None: None, "sqlite": QueueSqliteStorage, "postgresql": QueuePostgresStorage, "redis": RedisStorage}
 
 
 def storage_for(queue_url: str) -> tuple[type | None, dict]:

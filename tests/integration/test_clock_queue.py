@@ -252,3 +252,38 @@ def test_a_queue_outage_does_not_fail_the_write_that_made_a_row_due_soon(app_con
         huey.storage.close()
         with app.app_context():
             db.engine.dispose()
+
+
+@pytest.mark.only_backend("postgresql")
+def test_queue_storages_built_at_once_on_a_database_without_huey_tables_all_come_up(database_url):
+    """Consumers starting together each build their storage, which creates Huey's tables: none may fail
+    (PostgreSQL's CREATE TABLE IF NOT EXISTS races between sessions on its catalog)."""
+    import threading
+
+    import psycopg
+
+    from jobs.queue import storage_for
+
+    storage_class, kwargs = storage_for(database_url)
+    for _ in range(5):
+        with psycopg.connect(kwargs["dsn"], autocommit=True) as conn:
+            for table in ("huey_kv", "huey_schedule", "huey_task", "huey_counter"):
+                conn.execute(f"drop table if exists {table}")
+        start, failures, built = threading.Barrier(6), [], []
+
+        def build():
+            start.wait()
+            try:
+                built.append(storage_class("tickwork", **kwargs))
+            except Exception as exc:
+                failures.append(exc)
+
+        threads = [threading.Thread(target=build) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for storage in built:
+            storage.close()
+        assert failures == [], failures
+        assert len(built) == 6

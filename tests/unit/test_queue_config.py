@@ -4,9 +4,9 @@ from datetime import datetime, timezone
 
 import httpx
 import pytest
-from huey.storage import PostgresStorage, RedisStorage
+from huey.storage import RedisStorage
 
-from jobs.queue import QueueSqliteStorage
+from jobs.queue import QueuePostgresStorage, QueueSqliteStorage
 
 from jobs.queue import TickworkHuey, storage_for
 from models.channels.providers.base import SendContext, SendOutcome
@@ -15,8 +15,8 @@ from models.channels.providers.http import classify
 
 @pytest.mark.parametrize("url,storage,kwargs", [
     ("sqlite:////srv/tickwork/queue.db", QueueSqliteStorage, {"filename": "/srv/tickwork/queue.db", "timeout": 10}),
-    ("postgresql://app@db/tickwork", PostgresStorage, {"dsn": "postgresql://app@db/tickwork"}),
-    ("postgresql+psycopg://app@db/tickwork", PostgresStorage, {"dsn": "postgresql://app@db/tickwork"}),
+    ("postgresql://app@db/tickwork", QueuePostgresStorage, {"dsn": "postgresql://app@db/tickwork"}),
+    ("postgresql+psycopg://app@db/tickwork", QueuePostgresStorage, {"dsn": "postgresql://app@db/tickwork"}),
     ("redis://cache:6379/0", RedisStorage, {"url": "redis://cache:6379/0"}),
     ("immediate", None, {}),
 ])
