@@ -1,18 +1,16 @@
 """The posts tables, the post lifecycle's statuses, and the keys of the rows minted for a post.
 
 A post has a body, optional media (ids of media library items, in order), a wall date and time in its workspace's zone, one
-or more targets (channels of the workspace) and a status::
-
-    draft ──approve──▶ approved ──(every target's latest row published)──▶ published
-      ▲                  │
-      └────unapprove─────┘
-    draft / approved / published ──archive──▶ archived
+or more targets (channels of the workspace) and a status. Its moves (draft, in_review, approved, published, expired,
+archived, and who may make each) are drawn and tabled in one place, ``models/posts/lifecycle.py``.
 
 | status    | meaning                                                                     |
 |-----------|-----------------------------------------------------------------------------|
 | draft     | being written; the reconciler withdraws its rows (age gate permitting)       |
+| in_review | submitted while review is required; waits for an admin's or reviewer's word  |
 | approved  | the reconciler keeps one row per target at the post's wall time              |
 | published | every target's latest row was published; set by the reconciler (terminal)    |
+| expired   | its time passed while in review; a new time returns it to draft              |
 | archived  | withdrawn by a person; its queued rows were cancelled at once (terminal)     |
 
 Rows minted for a post carry ``action_type = "publish_post"``, ``thing_id = "post:<id>"``
