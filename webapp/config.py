@@ -134,6 +134,7 @@ def finish_settings(config: dict, instance_path: str, *, alerts: bool = True) ->
         config["SECRET_KEY"] = _secret_key(Path(instance_path))
     check_secret_key(config["SECRET_KEY"])
     check_base_url(config.get("TICKWORK_BASE_URL"))
+    check_ratelimit_storage(config.get("TICKWORK_RATELIMIT_STORAGE_URI"))
     if config.get("TICKWORK_EGRESS_ALLOW"):
         from models.core.egress import parse_allow
 
@@ -279,6 +280,20 @@ def check_secret_key(key) -> None:
             f"TICKWORK_SECRET_KEY is {length} byte{'' if length == 1 else 's'} long; it must be at least "
             f"{MIN_SECRET_BYTES} (make one with: python -c \"import secrets; print(secrets.token_urlsafe(48))\"), "
             "or leave it unset to have one generated into the instance folder")
+
+
+def check_ratelimit_storage(uri: str | None) -> None:
+    """TICKWORK_RATELIMIT_STORAGE_URI names a storage the limits library has (and whose driver is installed)."""
+    if not uri or uri == "memory://":
+        return
+    from limits.errors import ConfigurationError as LimitsError
+    from limits.storage import storage_from_string
+
+    try:
+        storage_from_string(uri)  # builds the client only: no connection is made here
+    except LimitsError as exc:
+        raise ConfigurationError(f"TICKWORK_RATELIMIT_STORAGE_URI {uri.split('://', 1)[0]}://...: {exc}; expected "
+                                 "memory:// (one process), or redis://host:6379 shared by every web process") from None
 
 
 def check_base_url(url: str | None) -> None:

@@ -108,6 +108,21 @@ def test_a_secret_key_shorter_than_32_bytes_is_refused_at_start(box):
     assert create_app({"SECRET_KEY": "x" * 32, "SQLALCHEMY_DATABASE_URI": "sqlite:///:memory:"})
 
 
+def test_a_rate_limit_storage_the_limits_library_does_not_know_is_refused_at_start_naming_it(box):
+    refused = _run([TICKWORK, "tick"], dict(box.env, TICKWORK_RATELIMIT_STORAGE_URI="bogus://x"))
+    assert refused.returncode == 2, refused.stderr
+    line = refused.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert "TICKWORK_RATELIMIT_STORAGE_URI bogus://...: unknown storage scheme" in line, line
+    from models.core.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="TICKWORK_RATELIMIT_STORAGE_URI"):
+        create_app({"SECRET_KEY": "x" * 32, "SQLALCHEMY_DATABASE_URI": "sqlite:///:memory:",
+                    "TICKWORK_RATELIMIT_STORAGE_URI": "bogus://x"})
+    assert create_app({"SECRET_KEY": "x" * 32, "SQLALCHEMY_DATABASE_URI": "sqlite:///:memory:",
+                       "TICKWORK_RATELIMIT_STORAGE_URI": "redis://127.0.0.1:6379"})  # a client, no connection yet
+
+
 def test_zones_are_checked_against_the_iana_list_without_localtime_or_factory(box):
     for name in ("localtime", "Factory", "posixrules"):
         assert not is_known_zone(name)
