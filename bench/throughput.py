@@ -348,6 +348,28 @@ looks. SMTP sends a chunk's messages for a channel over two connections (MAIL, R
 message, 25 messages each), so a 10,000-message run opens about 400 connections, and the
 consumer keeps at most 8 open at once (4 workers × 2).
 
+CPU per webhook send, where it went (py-spy on a `tickwork serve` consumer and cProfile on the
+dispatch alone in one process, 2,000 webhooks, 32 sending threads): about half in httpx's client
+around the request (`Client.send`'s auth and redirect flows and its cookie jar, read and written
+through `http.cookiejar` at every request, a third of a send by itself), a tenth in httpcore's
+pool bookkeeping (for every queued request it looked at all 32 connections again, and polled
+every idle socket whenever a request started or ended), and most of the rest in the claim and
+outcome transactions, about four rows each. Changed since main at 54efbc2: a plain request goes
+straight to the egress client's transport, built as httpx's client builds it
+(`models/channels/providers/http.py`; a request with credentials still goes through the
+client); the egress pool makes httpcore's decisions in one pass and asks an idle connection
+whether it expired just before reusing it (`models/core/egress.py`); outcomes are committed
+sixteen at a time (`MIN_BATCH`; 2,000 webhooks took 250 write transactions instead of 530); the
+look builds its rows by position. What is left: h11 and httpcore writing and parsing each
+request and response (pure Python, about a third of a millisecond per request measured alone),
+the claim and outcome transactions, and what a consumer costs while it waits (its clock jobs
+and polling, about 5 ms of CPU a second, inside every measured window). The rounds spread widely on
+the loaded box: this code's CPU over main's in the same round was 0.71, 0.61 and 0.48 on SQLite and
+1.07, 0.88 and 0.60 on PostgreSQL (2026-12-02, load average 9 to 15 on 2 cores), so the target of a
+half is missed by the medians (0.67 on both). Before that run the benches' receivers were refused
+by the egress policy as loopback destinations (the CPU bench timed 2,000 refusals); `bench/clock.py`'s
+`env_for` now opens `127.0.0.0/8`, and the CPU bench stops on a run that did not publish every row.
+
 The log drain on SQLite, run by run. Fifteen drains with the final dispatch code this
 session, all on the busy box, gave full ÷ raw from 0.47 to 1.01 (median about 0.6); five
 fell below 0.5 (0.47 to 0.50), four of them when the raw loop ran its fastest (12,500 to
