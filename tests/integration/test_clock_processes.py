@@ -361,6 +361,74 @@ def most_in_any_second(arrivals: list[float]) -> int:
     return most
 
 
+# Hands every chunk of the given rows to the queue twice, as two ticks racing over the same rows would.
+ENQUEUE_TWICE = """
+import json, sys
+import wsgi
+from jobs.queue import huey
+from jobs.tasks import dispatch
+from models.clock.dispatch import chunks
+ids, size = json.loads(sys.argv[1]), int(sys.argv[2])
+with wsgi.app.app_context():
+    huey.enqueue_many([dispatch.s(chunk, None) for chunk in chunks(ids, size)] * 2)
+"""
+
+
+def dispatch_tasks_done(log_path) -> int:
+    return sum(1 for line in log_path.read_text().splitlines() if "jobs.tasks.dispatch" in line and "executed in" in line)
+
+
+@pytest.mark.only_backend("postgresql")
+def test_a_consumer_started_during_a_drain_takes_every_chunk_the_first_is_not_working_on_and_no_row_is_claimed_twice(
+        app, database_url, tmp_path, backend):
+    """The first consumer is frozen (SIGSTOP) once it has published a chunk: a consumer started then can only
+    drain what the first has not taken, so the drain finishing all but the first's chunks in hand shows that a
+    consumer holds no more than the tasks it is working on. Every chunk is queued twice, so the two
+    consumers' claims meet on the same rows (the first frozen inside its transaction, its rows locked)."""
+    rows, chunk, workers = 1200, 50, 2
+    env = env_for(database_url, database_url, {"dispatch_chunk": chunk})
+    workspace_id = make_channel(app, "log")
+    ids = add_due_rows(app, workspace_id, rows)
+    enqueued = subprocess.run([sys.executable, "-c", ENQUEUE_TWICE, json.dumps(ids), str(chunk)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert enqueued.returncode == 0, enqueued.stderr
+
+    def published() -> int:
+        return statuses(app).get(("published", None), 0)
+
+    logs = [tmp_path / "first.log", tmp_path / "joined.log"]
+    joined = None
+    with open(logs[0], "w") as first_log, open(logs[1], "w") as joined_log:
+        first = subprocess.Popen(flask("consumer", "--workers", str(workers), "--no-periodic"), cwd=ROOT, env=env,
+                                 stdout=first_log, stderr=subprocess.STDOUT)
+        try:
+            wait_until(lambda: published() >= chunk, 300, "the first consumer to publish a chunk")
+            first.send_signal(signal.SIGSTOP)
+            at_freeze = published()
+            assert at_freeze < rows - workers * chunk, "the first consumer drained nearly everything; nothing was tested"
+            joined = subprocess.Popen(flask("consumer", "--workers", str(workers), "--no-periodic"), cwd=ROOT, env=env,
+                                      stdout=joined_log, stderr=subprocess.STDOUT)
+            # The frozen consumer holds at most one task per worker thread; everything else is the joiner's.
+            wait_until(lambda: published() >= rows - workers * chunk, 300, "the joined consumer to drain the rest")
+            first.send_signal(signal.SIGCONT)
+            wait_until(lambda: published() == rows, 300, "the first consumer to finish the chunks it held")
+        finally:
+            if first.poll() is None:
+                first.send_signal(signal.SIGCONT)
+            stop(first)
+            if joined is not None:
+                stop(joined)
+    with app.app_context(), read_session() as session:
+        claims = Counter(session.scalars(select(ActionEvent.action_id).where(ActionEvent.to_status == "submitted")))
+        entries = Counter(session.scalars(select(OutboxEntry.action_id)))
+    assert statuses(app) == Counter({("published", None): rows})
+    assert set(claims) == set(ids) and set(claims.values()) == {1}, "a row was claimed twice"
+    assert set(entries) == set(ids) and set(entries.values()) == {1}, "a row was delivered twice"
+    took = [dispatch_tasks_done(log) for log in logs]
+    assert took[1] >= (rows - at_freeze) // chunk - workers, took
+    assert sum(took) == 2 * len(ids) // chunk, took  # every task ran once: the duplicates found their rows done
+
+
 def test_a_channel_limited_to_20_a_second_receives_no_more_than_20_in_any_second_from_three_consumers(
         app, database_url, tmp_path, backend):
     rows_count = 100
