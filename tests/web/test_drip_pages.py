@@ -221,18 +221,21 @@ def test_a_zone_is_chosen_from_a_searchable_list_with_its_region_and_offset(app,
     assert '<option value="America/New_York" label="America · UTC−04:00">' in contact
     settings = browser_for("admin").get("/settings").get_data(as_text=True)
     assert '<option value="Asia/Kolkata" label="Asia · UTC+05:30">' in settings
+    campaign = browser_for("marketer").get(f"/campaigns/{drip.campaign}").get_data(as_text=True)  # the CSV help
+    assert 'list="csv-zones"' in campaign and '<datalist id="csv-zones">' in campaign
+    assert '<option value="Europe/Berlin" label="Europe · UTC+02:00">' in campaign
 
 
 def test_the_editor_refuses_a_field_no_contact_has_and_warns_of_an_attribute_some_lack(app, world, browser_for, drip):
     browser = browser_for("marketer")
-    form = {"name": "Fields", "channel": "main", "on_failure": "exit", "step_count": "1",
+    form = {"name": "Fields", "channel": "main", "on_failure": "exit", "step_count": "2",
             "step-0-wait": "0", "step-0-unit": "minutes", "step-0-subject": "Hello", "step-0-body": "Hi",
             "step-1-wait": "2", "step-1-unit": "days", "step-1-subject": "Again",
             "step-1-body": "Dear {{ contact.nonexistent }}"}
     refused = browser.post("/campaigns", form)
     text = refused.get_data(as_text=True)
     assert refused.status_code == 422 and 'value="Fields"' in text
-    assert "steps[1].body refers to &#39;contact.nonexistent&#39;, which no contact has" in text
+    assert "Step 2&#39;s body refers to &#39;contact.nonexistent&#39;, which no contact has" in text
     assert browser.get("/campaigns").get_data(as_text=True).count(">Fields<") == 0  # nothing saved
     # An attribute some enrolled contacts lack saves, with how many lack it and the default filter offered.
     from sqlalchemy import select
@@ -241,7 +244,7 @@ def test_the_editor_refuses_a_field_no_contact_has_and_warns_of_an_attribute_som
     from models.drips.tables import Step
     with app.app_context(), read_session() as session:
         ids = [s.id for s in session.scalars(select(Step).order_by(Step.position))]
-    edit = {"name": "Welcome", "channel": "main", "on_failure": "exit", "step_count": str(len(ids) - 1)}
+    edit = {"name": "Welcome", "channel": "main", "on_failure": "exit", "step_count": str(len(ids))}
     for i, step_id in enumerate(ids):
         edit.update({f"step-{i}-id": str(step_id), f"step-{i}-wait": "1", f"step-{i}-unit": "days",
                      f"step-{i}-subject": "S", f"step-{i}-body": "Your {{ attributes.plan }} plan" if i else "B"})

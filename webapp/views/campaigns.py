@@ -47,6 +47,7 @@ from models.timing.send_window import Weekday
 from webapp.drip_runtime import base_url, follow, sending_context
 from webapp.uploads import takes_upload
 from webapp.views.context import is_htmx, render_page, require, viewer
+from webapp.views.settings import zone_choices
 
 bp = Blueprint("campaigns", __name__)
 
@@ -313,7 +314,8 @@ def render_editor(campaign=None, *, error: DomainError | None = None, status: in
             context.update(funnel=funnel(session, campaign.id, len(steps)), enrollments=page,
                            people=contacts_by_id(session, [e.contact_id for e in page]),
                            events=campaign_events(session, campaign.id), needs_base_url=_base_url_warning(kinds),
-                           webhooks=_webhooks(campaign, steps) if v.can(Permission.ADMINISTER) else [])
+                           webhooks=_webhooks(campaign, steps) if v.can(Permission.ADMINISTER) else [],
+                           zones=zone_choices(runtime().now()))
     else:
         context.update(steps=[])
     context["form"], typed_rows = _form_values(campaign, context["steps"], channels, typed)
