@@ -16,6 +16,8 @@ def test_a_wait_is_a_number_and_a_unit_and_comes_back_in_words(open_as, live):
     page.get_by_label("Name").fill("Forms: two days later")
     page.locator("#step-0-subject").fill("Hello")
     page.locator("#step-0-body").fill("Welcome")
+    page.get_by_role("button", name="Add a step").click()
+    expect(page.locator("#step-1-wait")).to_be_focused()
     page.locator("#step-1-wait").fill("2")
     page.locator("#step-1-unit").select_option("days")
     page.locator("#step-1-subject").fill("Again")
