@@ -141,6 +141,19 @@ def test_a_chunk_sorts_late_spent_duplicate_and_taken_rows_from_the_ones_it_send
     assert after[taken].status == "submitted"
 
 
+
+def test_a_late_row_in_a_chunk_the_bulk_claim_takes_whole_is_missed_not_sent(app, clock):
+    """No duplicate in the chunk, so the one claim statement takes every row it is given: the late row must
+    be kept out of it beforehand (a chunk with a duplicate falls back to one-by-one claims, which judge lateness
+    themselves, and would not tell)."""
+    workspace_id = make_channel(app)
+    (late,) = add_actions(app, workspace_id, 1, action_type="send_sms", due_in=-timedelta(hours=2))
+    fine = add_actions(app, workspace_id, 2, thing_prefix="fine")
+    results = {r.action_id: r.label for r in dispatch(app, [late] + fine)}
+    assert results == {late: "missed:missed_window", fine[0]: "published", fine[1]: "published"}
+    assert outbox_ids(app) == fine
+    assert rows(app, [late])[late].failure_code == "missed_window"
+
 # -- rows that call out ---------------------------------------------------------------------
 
 
