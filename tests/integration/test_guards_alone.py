@@ -223,7 +223,7 @@ def test_a_batch_publish_moves_only_submitted_rows_under_their_own_token(app, wo
 _POST_MOVES = {  # move: (a status it starts from, its call's extra arguments)
     "submit": ("draft", {}), "request_changes": ("in_review", {"comment": "shorter"}), "approve": ("draft", {}),
     "unapprove": ("approved", {}), "expire": ("in_review", {}), "redraft": ("expired", {}),
-    "publish": ("approved", {}), "archive": ("draft", {}),
+    "publish": ("approved", {}), "archive": ("draft", {}), "return_to_review": ("approved", {"reason": "text"}),
 }
 
 

@@ -314,7 +314,9 @@ class Session:
         try:
             server.quit()
         except (smtplib.SMTPException, OSError):
-            server.close()
+            pass
+        finally:
+            server.close()  # whatever QUIT met (a passed deadline included), the socket is closed; twice is harmless
 
 
 _CONNECTION_ERRORS = (smtplib.SMTPException, socket.timeout, TimeoutError, ConnectionError, OSError, DestinationRefused)
