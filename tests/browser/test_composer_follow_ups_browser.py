@@ -112,6 +112,8 @@ def test_the_composer_with_a_thread_a_comment_and_a_refusal_has_no_wcag_violatio
     page.locator('input[name=targets][value="thread-x"]').check()
     page.locator('input[name=targets][value="thread-in"]').check()
     page.locator('input[name=targets][value="main"]').check()
+    expect(page.get_by_role("group", name="First comment")).to_be_visible()
+    page.wait_for_load_state("networkidle")  # every target's redraw has landed: a later one would redraw the item away
     page.get_by_role("group", name="Thread").get_by_role("button", name="Add an item").click()
     _item(page, 2).fill("Rye at ten")
     page.get_by_role("button", name="Save as draft").click()
