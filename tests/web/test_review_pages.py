@@ -112,6 +112,32 @@ def test_the_review_page_shows_each_target_what_it_is_sent_so_no_media_on_one_ne
     assert "19 / " in cards["main"] and "25 / " in cards["plain"]
 
 
+def test_the_composer_and_the_review_page_draw_the_same_media_grid_with_their_own_addresses(app, world, client,
+                                                                                             browser_for):
+    from tests.integration.chat_helpers import upload
+    from tests.media_files import png_bytes
+    from tests.web.conftest import HX
+
+    images = [upload(client, world, png_bytes(), alt=f"Loaf {n}") for n in range(6)]
+    # The composer: four tiles from the library's own address, and how many more there are.
+    page = browser_for("marketer").client.get("/posts/previews", headers=HX, query_string={
+        "body": "Six loaves", "targets": ["main"], "media": "\n".join(map(str, images))}).get_data(as_text=True)
+    tiles = re.findall(r'<img src="([^"]+)" alt="([^"]+)"', page.split('class="preview-media grid-4"')[1])
+    assert [alt for _, alt in tiles] == ["Loaf 0", "Loaf 1", "Loaf 2", "Loaf 3"]
+    assert tiles[0][0] == f"/media/{images[0]}/file" and '<span class="more">+2</span>' in page
+    # The outside reviewer's page: the same grid, each image at a signed address the reader may open.
+    created = client.post("/api/v1/posts", headers=world.auth("marketer"), json={
+        "body": "Six loaves", "targets": ["main"], "local_time": "2026-06-10T09:00", "media": images})
+    assert created.status_code == 201, created.json
+    made = client.post(f"/api/v1/posts/{created.json['id']}/review-links", headers=world.auth("admin"),
+                       json={"reviewer_name": "Dana"})
+    review = app.test_client().get(made.json["url"].removeprefix(BASE_URL)).get_data(as_text=True)
+    signed = re.findall(r'<img src="([^"]+)" alt="Loaf \d"', review)
+    assert len(signed) == 4 and all(src.startswith(BASE_URL) and src != tiles[0][0] for src in signed)
+    assert '<span class="more">+2</span>' in review
+    assert app.test_client().get(signed[0].removeprefix(BASE_URL)).status_code == 200
+
+
 def test_the_outside_reviewers_zone_is_chosen_from_the_list_with_its_region_and_offset(app, world, browser_for):
     post_id = make_post(app, world, approve=False)
     made = browser_for("admin").post(f"/posts/{post_id}/review-links", {"reviewer_name": "Dana"},
