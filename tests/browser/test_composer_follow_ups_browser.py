@@ -125,3 +125,38 @@ def test_the_composer_with_a_thread_a_comment_and_a_refusal_has_no_wcag_violatio
     page.get_by_role("button", name="Save as draft").click()
     expect(page.get_by_role("heading", name="Post #")).to_be_visible()
     assert audit(page, page.url, "marketer") == []
+
+
+def test_an_item_added_and_typed_while_a_redraw_is_on_its_way_is_kept_when_it_lands(open_as, live, networks):
+    page = open_as("marketer")
+    page.goto("/posts/new?date=2026-06-25")
+    page.get_by_label("Post", exact=True).fill("Bread on its way")
+    page.locator('input[name=targets][value="thread-x"]').check()
+    thread = page.get_by_role("group", name="Thread")
+    expect(thread).to_be_visible()
+    thread.get_by_role("button", name="Add an item").click()
+    _item(page, 2).fill("Rye at ten")
+    page.wait_for_load_state("networkidle")
+    held, holding = [], [True]
+    page.route(re.compile(r"/posts/follow-ups\?"), lambda route: held.append(route) if holding[0] else route.continue_())
+    page.locator('input[name=targets][value="thread-in"]').check()  # its redraw leaves with item 2 only
+    page.wait_for_timeout(200)
+    assert held, "the redraw was not asked for"
+    thread.get_by_role("button", name="Add an item").click()
+    _item(page, 3).fill("Spelt at noon")
+    _item(page, 2).fill("Rye at ten, and more")
+    holding[0] = False
+    for route in held:
+        route.continue_()
+    # The redraw has landed (the first comment is LinkedIn's) and nothing typed meanwhile is lost.
+    expect(page.get_by_role("group", name="First comment")).to_be_visible()
+    expect(_item(page, 3)).to_have_value("Spelt at noon")
+    expect(_item(page, 2)).to_have_value("Rye at ten, and more")
+    expect(_item(page, 2)).to_be_focused()  # where the typing was
+    expect(_item(page, 3)).to_have_count(1)
+    expect(page.get_by_role("button", name="Remove item 3")).to_be_visible()
+    page.get_by_role("button", name="Save as draft").click()
+    expect(page.get_by_role("heading", name="Post #")).to_be_visible()
+    with live.app.app_context(), read_session() as session:
+        post = session.scalars(select(Post).where(Post.body == "Bread on its way")).one()
+        assert [item["body"] for item in post.thread] == ["Rye at ten, and more", "Spelt at noon"]

@@ -344,7 +344,15 @@ document.addEventListener("htmx:error", function (event) {
 
 // The composer's thread: "Add an item" appends a blank item from the section's <template>, "Remove" takes one out;
 // the items are numbered after the post (item 1) again, and an input event tells the counters and the previews.
+// A redraw of the section (a target checked) was asked for with what the fields held when it left: what was added
+// or typed while it was on its way is put back into the section it brings, and the focus with it.
 (function () {
+  var kept = null;
+  function fieldsOf(section) {
+    return Array.prototype.map.call(section.querySelectorAll("[data-thread-items] > li"), function (item) {
+      return { body: item.querySelector("[name=thread_body]").value, media: item.querySelector("[name=thread_media]").value };
+    });
+  }
   function renumber(list) {
     Array.prototype.forEach.call(list.children, function (item, index) {
       var number = String(index + 2);
@@ -359,6 +367,50 @@ document.addEventListener("htmx:error", function (event) {
     });
   }
   function told(list) { list.dispatchEvent(new Event("input", { bubbles: true })); }
+
+  document.addEventListener("htmx:before:swap", function () {
+    var section = document.getElementById("follow-ups");
+    if (!section) { kept = null; return; }
+    var comment = section.querySelector("[name=first_comment_body]");
+    var active = document.activeElement;
+    var focused = active && section.contains(active) && active.name ? active : null;
+    kept = { section: section, items: fieldsOf(section), comment: comment ? comment.value : null,
+             focusName: focused ? focused.name : null,
+             focusIndex: focused ? Array.prototype.indexOf.call(section.querySelectorAll("[name=" + focused.name + "]"), focused) : -1,
+             caret: focused ? [focused.selectionStart, focused.selectionEnd] : null };
+  });
+  document.addEventListener("htmx:after:swap", function () {
+    var was = kept;
+    var section = document.getElementById("follow-ups");
+    if (!was || !section || section === was.section) { return; }
+    kept = null;
+    var changed = false;
+    var list = section.querySelector("[data-thread-items]");
+    var blank = section.querySelector("template[data-thread-item]");
+    if (list && blank) {
+      var now = fieldsOf(section);
+      if (JSON.stringify(now) !== JSON.stringify(was.items)) {
+        while (list.children.length < was.items.length) { list.appendChild(blank.content.cloneNode(true)); }
+        while (list.children.length > was.items.length) { list.lastElementChild.remove(); }
+        Array.prototype.forEach.call(list.children, function (item, index) {
+          item.querySelector("[name=thread_body]").value = was.items[index].body;
+          item.querySelector("[name=thread_media]").value = was.items[index].media;
+        });
+        renumber(list);
+        changed = true;
+      }
+    }
+    var comment = section.querySelector("[name=first_comment_body]");
+    if (comment && was.comment !== null && comment.value !== was.comment) { comment.value = was.comment; changed = true; }
+    if (was.focusName) {
+      var again = section.querySelectorAll("[name=" + was.focusName + "]")[was.focusIndex];
+      if (again) {
+        again.focus();
+        if (was.caret && again.setSelectionRange) { again.setSelectionRange(was.caret[0], was.caret[1]); }
+      }
+    }
+    if (changed) { told(list || section); }
+  });
 
   document.addEventListener("click", function (event) {
     var add = event.target.closest ? event.target.closest("[data-add-thread-item]") : null;
