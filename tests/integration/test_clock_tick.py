@@ -222,3 +222,28 @@ def test_a_row_that_is_no_longer_queued_is_skipped_without_a_send(app, workspace
                 ActionEvent.action_id == action_id, ActionEvent.to_status == "submitted"))
     assert result.outcome == "skipped" and result.reason == "published"
     assert claims == 1 and len(outbox(app)) == 1
+
+
+def test_the_ticks_batches_walk_every_due_row_once_in_publish_at_then_id_order_across_rows_due_at_one_instant(
+        app, workspace):
+    """The cursor's two ranges (the rest of its instant, then the instants after it) give what the one
+    ``(publish_at, id) > cursor`` condition gave: each due row once, in order, nothing not due."""
+    from models.clock.tick import due_batch
+
+    at_once = add_actions(app, workspace, 5, due_in=timedelta(minutes=-3))
+    spread = add_actions(app, workspace, 4, due_in=timedelta(minutes=-10), spacing=timedelta(minutes=3))
+    not_yet = add_actions(app, workspace, 2, due_in=timedelta(minutes=5))
+    with app.app_context(), write_session() as session:
+        session.execute(ScheduledAction.__table__.update().where(ScheduledAction.id == at_once[1])
+                        .values(next_attempt_at=runtime().now() + timedelta(minutes=1)))  # retried later: not due
+    with app.app_context(), read_session() as session:
+        now = runtime().now()
+        expected = [(r.id, r.publish_at) for r in session.scalars(
+            select(ScheduledAction).where(ScheduledAction.id.not_in(not_yet + [at_once[1]]))
+            .order_by(ScheduledAction.publish_at, ScheduledAction.id))]
+        walked, cursor = [], None
+        while batch := due_batch(session, now, after=cursor, limit=2):
+            walked += batch
+            cursor = (batch[-1][1], batch[-1][0])
+    assert len(expected) == 8 and set(spread) <= {ident for ident, _ in expected}
+    assert walked == expected
