@@ -108,13 +108,20 @@ def find_actions(
     return [row for _, row in zip(range(limit), merged)]
 
 
-def count_actions(session: Session, workspace_id: int, wanted: ActionFilter) -> dict[str, int]:
-    """How many rows match, per status (each status counted by its own query)."""
+def count_actions(session: Session, workspace_id: int, wanted: ActionFilter, *,
+                  at_most: int | None = None) -> dict[str, int]:
+    """How many rows match, per status (each status counted by its own query).
+
+    With ``at_most``, a status is counted no further than ``at_most + 1``: a count above ``at_most``
+    means "more than that", and the page showing it costs the same with a million rows as with ten thousand.
+    """
     counts = {}
     for status in wanted.statuses:
-        query = select(func.count()).select_from(ScheduledAction).where(
+        matching = select(ScheduledAction.id).where(
             _status_is(status), *_conditions(workspace_id, wanted, status=status, dialect=_dialect(session)))
-        counts[status] = session.scalar(query) or 0
+        if at_most is not None:
+            matching = matching.limit(at_most + 1)
+        counts[status] = session.scalar(select(func.count()).select_from(matching.subquery())) or 0
     return counts
 
 

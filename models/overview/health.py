@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from models.actions.tables import ActionEvent, ScheduledAction
 from models.clock.heartbeats import HEARTBEAT_INTERVAL
-from models.clock.rollup import HOUR, LATENESS_BUCKETS, backlog, hour_rollups, merge, minute_rollups, parse_iso
+from models.clock.rollup import HOUR, LATENESS_BUCKETS, backlog, backlog_within, hour_rollups, merge, minute_rollups, parse_iso
 from models.clock.tables import ClockRun, ConsumerHeartbeat
 from models.clock.tick import TICK as TICK_KIND
 from models.core.hooks import Gauge
@@ -83,6 +83,10 @@ class JobStatus:
         return None if run is None else run.finished_at - run.started_at
 
 
+# The health page, /healthz and /metrics count the backlog live up to here; above it they show the last tick's count.
+BACKLOG_COUNTED_AT_MOST = 10_000
+
+
 @dataclass(frozen=True)
 class ClockHealth:
     now: datetime
@@ -93,6 +97,10 @@ class ClockHealth:
     heartbeats: list[ConsumerHeartbeat]
     gauges: list[tuple[Gauge, dict[str, float]]] = field(default_factory=list)  # the wings' numbers
     tick_interval: timedelta = timedelta(minutes=1)
+    # Above BACKLOG_COUNTED_AT_MOST the backlog is not counted live: it is the last tick's count (when that
+    # tick found more), else BACKLOG_COUNTED_AT_MOST + 1, read "more than"; ``backlog_counted_at`` says which.
+    backlog_exact: bool = True
+    backlog_counted_at: datetime | None = None
 
     @property
     def last_runs(self) -> list[ClockRun]:
@@ -176,10 +184,26 @@ def clock_health(session: Session, now: datetime, gauges: list[Gauge] = (),
                  tick_interval: timedelta = timedelta(minutes=1), kinds: list[str] = ()) -> ClockHealth:
     """Everything the health page, ``/healthz`` and ``/metrics`` show, read now; ``gauges`` are the wings',
     ``kinds`` the clock jobs there should be (a job that never ran shows as such)."""
-    count, oldest = backlog(session, now)
+    count, oldest = backlog_within(session, now, BACKLOG_COUNTED_AT_MOST)
+    exact, counted_at = count <= BACKLOG_COUNTED_AT_MOST, None
+    if not exact:
+        counted = last_tick_backlog(session)
+        if counted is not None and counted[0] > count:
+            count, counted_at = counted
     return ClockHealth(now=now, jobs=job_statuses(session, now, kinds), backlog=count, oldest_due=oldest,
                        lateness=recent_lateness(session, now), heartbeats=heartbeats(session),
-                       gauges=[(gauge, gauge.read(session, now)) for gauge in gauges], tick_interval=tick_interval)
+                       gauges=[(gauge, gauge.read(session, now)) for gauge in gauges], tick_interval=tick_interval,
+                       backlog_exact=exact, backlog_counted_at=counted_at)
+
+
+def last_tick_backlog(session: Session) -> tuple[int, datetime] | None:
+    """The backlog the latest tick counted as it started, and when it started (None if no recent tick did)."""
+    for started_at, summary in session.execute(select(ClockRun.started_at, ClockRun.summary)
+                                               .where(ClockRun.kind == TICK_KIND)
+                                               .order_by(ClockRun.started_at.desc()).limit(5)):
+        if isinstance(summary, dict) and isinstance(summary.get("backlog"), int):
+            return summary["backlog"], started_at
+    return None
 
 
 # -- trends ---------------------------------------------------------------------------------

@@ -284,6 +284,46 @@ def test_health_warns_when_the_tick_is_stale_and_healthz_agrees(app, acme, clock
     assert "The tick has not run for 3 minutes or more" in text(ops.get("/health", htmx=True))
 
 
+def test_a_backlog_above_what_is_counted_live_shows_the_last_ticks_count_and_costs_no_full_count(
+        app, world, clock, browser_for, monkeypatch):
+    import models.overview.health as health
+    import webapp.views.health as health_view
+
+    monkeypatch.setattr(health, "BACKLOG_COUNTED_AT_MOST", 3)
+    monkeypatch.setattr(health_view, "BACKLOG_COUNTED_AT_MOST", 3)
+    for n in range(5):
+        make_action(app, world, minutes=-1 - n, target=f"late{n}")
+    ops = browser_for("ops")
+    # No tick has counted them: the page says only that there are more than it counts live.
+    page = text(ops.get("/health"))
+    assert re.search(r'<h2>Backlog</h2>\s*<p class="figure">more than 3</p>', page)
+    assert app.test_client().get("/healthz").json["backlog_exact"] is False
+    with app.app_context(), write_session() as session:
+        session.add(ClockRun(kind="tick", started_at=clock.now() - timedelta(seconds=30),
+                             finished_at=clock.now() - timedelta(seconds=29), summary={"due": 0, "backlog": 5}))
+    page = text(ops.get("/health"))
+    assert re.search(r'<h2>Backlog</h2>\s*<p class="figure">5</p>', page)
+    assert "counted them; more than 3 now" in page
+    assert app.test_client().get("/healthz").json["backlog"] == 5
+    assert "tickwork_backlog_actions 5.0" in text(app.test_client().get("/metrics"))
+    # The oldest due is still read from the rows: the oldest of those counted, five minutes late.
+    assert app.test_client().get("/healthz").json["oldest_due"] == (clock.now() - timedelta(minutes=5)).isoformat().replace("+00:00", "Z")
+    monkeypatch.setattr(health, "BACKLOG_COUNTED_AT_MOST", 10)
+    monkeypatch.setattr(health_view, "BACKLOG_COUNTED_AT_MOST", 10)
+    assert app.test_client().get("/healthz").json["backlog_exact"] is True
+
+
+def test_a_listings_counts_stop_at_what_it_counts_and_say_more_than(app, world, browser_for, monkeypatch):
+    import webapp.views.queue as queue
+
+    for n in range(5):
+        make_action(app, world, minutes=10 + n, target=f"soon{n}")
+    ops = browser_for("ops")
+    assert "queued</span> 5<" in text(ops.get("/queue"))
+    monkeypatch.setattr(queue, "COUNTED_AT_MOST", 3)
+    assert "queued</span> more than 3<" in text(ops.get("/queue"))
+
+
 def test_health_summaries_read_as_sentences_not_key_dumps(app, world, clock, browser_for):
     from webapp.views.wording import summary_sentence
 

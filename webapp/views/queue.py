@@ -27,6 +27,8 @@ BULK_LIMIT = 2000
 QUEUE_STATUSES = (Status.QUEUED.value, Status.SUBMITTED.value)
 FAILED = (Status.FAILED.value,)
 # The actions list shows what the calendar counts: every status but cancelled, unless asked for.
+# A listing's counts stop here ("more than 10,000"): counting a backlog of a million would cost the page its speed.
+COUNTED_AT_MOST = 10_000
 ALL_STATUSES = (Status.QUEUED.value, Status.SUBMITTED.value, Status.PUBLISHED.value, Status.FAILED.value,
                 Status.CANCELLED.value)
 
@@ -49,9 +51,10 @@ def _listing(kind: str):
     rows = find_actions(session, v.workspace.id, parsed.wanted, after=parsed.after, limit=PAGE_SIZE + 1,
                         newest_first=kind == "failures")
     page, more = rows[:PAGE_SIZE], len(rows) > PAGE_SIZE
-    counts = count_actions(session, v.workspace.id, parsed.wanted.with_statuses(*(allowed if kind != "actions" else default)))
+    counts = count_actions(session, v.workspace.id, parsed.wanted.with_statuses(*(allowed if kind != "actions" else default)),
+                           at_most=COUNTED_AT_MOST)
     context = dict(
-        v=v, kind=kind, views=row_views(page, v), parsed=parsed, counts=counts,
+        v=v, kind=kind, views=row_views(page, v), parsed=parsed, counts=counts, counted_at_most=COUNTED_AT_MOST,
         next_cursor=action_cursor(page[-1]) if more else None, types=action_types(session, v.workspace.id),
         channels=sorted(channel_names(session, v.workspace.id).values()), statuses=allowed,
         throttled=throttled_channels(session, v.workspace.id, runtime().now()) if kind == "queue" else [],
