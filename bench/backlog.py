@@ -21,6 +21,7 @@ from common import ROOT, machine, make_app, record, recorded, when_measured, wri
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -28,7 +29,7 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 
 import clock as bench_clock
 import throughput as bench_tp
@@ -93,6 +94,7 @@ def one(kind: str, pg_admin: str | None, rows: int, workdir: Path, provider: str
     from models.clock.tables import ClockRun
     from models.core.database import read_session
 
+    load_before = os.getloadavg()[0]
     database_url = bench_clock.fresh_database(kind, pg_admin, workdir)
     queue_url = bench_clock.queue_url_for(kind, database_url, workdir)
     receiver = None
@@ -126,22 +128,34 @@ def one(kind: str, pg_admin: str | None, rows: int, workdir: Path, provider: str
             if done >= rows or now >= deadline:
                 break
             time.sleep(10 if rows > 50_000 else 0.5)
-        elapsed = samples[-1][0]
         published = samples[-1][1]
         bench_clock.stop(consumer)
+        from models.actions.tables import ScheduledAction
+
         with app.app_context(), read_session() as session:
-            ticks = [run.summary for run in session.scalars(select(ClockRun).where(ClockRun.kind == "tick")
-                                                              .order_by(ClockRun.id)) if run.summary]
+            ticks = [run for run in session.scalars(select(ClockRun).where(ClockRun.kind == "tick")
+                                                     .order_by(ClockRun.id)) if run.summary]
+            last_publish = session.scalar(select(func.max(ScheduledAction.updated_at))
+                                          .where(ScheduledAction.status == "published"))
+        # The drain is timed by the database's own clock, from the start of the tick that handed the rows over
+        # (the consumer's own periodic tick when it came first, else the one run here) to the last publish:
+        # the samples above are ten seconds apart and the consumer's tick may run before this one.
+        handing = next((run for run in ticks if (run.summary.get("due") or 0) > 0), None)
+        elapsed = (last_publish - handing.started_at).total_seconds() if handing and last_publish else samples[-1][0]
+        handover_ms = handing.summary.get("duration_ms") if handing else handed * 1000
+        due = handing.summary.get("due") if handing else summary["due"]
         after_warm = [kib for (at, _), kib in zip(samples, rss) if at >= min(60, elapsed / 10)] or rss
         return {"bench": "backlog", "db": kind, "provider": provider, "rows": rows, "load_seconds": round(loaded, 1),
-                "pages_ms": pages, "tick_handover_seconds": round(handed, 2), "tick_due": summary["due"],
-                "tick_handover_per_1000_ms": round(handed / max(summary["due"], 1) * 1_000_000, 2),
-                "later_ticks": [{"due": t.get("due"), "resumed": t.get("resumed_after") is not None,
-                                 "ms": t.get("duration_ms")} for t in ticks[1:]],
-                "published": published, "seconds": round(elapsed, 1), "rate": round(published / elapsed),
+                "pages_ms": pages, "tick_handover_seconds": round(handover_ms / 1000, 2), "tick_due": due,
+                "tick_handover_per_1000_ms": round(handover_ms / max(due, 1) * 1000, 2),
+                "handed_by": "bench" if handing is None or summary["due"] else "consumer",
+                "later_ticks": [{"due": t.summary.get("due"), "resumed": t.summary.get("resumed_after") is not None,
+                                 "ms": t.summary.get("duration_ms")} for t in ticks if t is not handing],
+                "published": published, "seconds": round(elapsed, 1), "rate": round(published / max(elapsed, 1e-3)),
                 "complete": published >= rows,
                 "rss_start_mib": round(after_warm[0] / 1024, 1), "rss_end_mib": round(rss[-1] / 1024, 1),
-                "rss_peak_mib": round(max(rss) / 1024, 1)}
+                "rss_peak_mib": round(max(rss) / 1024, 1),
+                "load": [round(load_before, 1), round(os.getloadavg()[0], 1)]}
     finally:
         if receiver is not None:
             bench_tp.stop_receiver(receiver[0], receiver[2])
@@ -150,12 +164,13 @@ def one(kind: str, pg_admin: str | None, rows: int, workdir: Path, provider: str
 
 def render() -> str:
     stored = recorded(RESULTS)
-    lines = [f"`bench/backlog.py`. Machine: {machine()}, shared with other work (load average 10 to 20 on its two "
-             "cores while these ran); PostgreSQL 15 on the same box. Measured: " + when_measured(stored) + ".", "",
+    lines = [f"`bench/backlog.py`. Machine: {machine()}, shared with other work (its load average on two cores at "
+             "the start and the end of each drain is in the last column); PostgreSQL 15 on the same box. Measured: "
+             + when_measured(stored) + ".", "",
              __doc__.split("\n\n", 2)[2].strip(), "",
              "| database | provider | rows due | queue page | health page | tick hand-over | per 1,000 handed | later ticks "
-             "| published | rate | consumer RSS (after warm-up → end, peak) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| published | rate | consumer RSS (after warm-up → end, peak) | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     pairs = {}
     for key in sorted(stored, key=lambda k: (stored[k]["db"], stored[k]["provider"], stored[k]["rows"])):
         d = stored[key]
@@ -164,7 +179,8 @@ def render() -> str:
                      f"{d['pages_ms']['health']} ms | {d['tick_handover_seconds']} s | "
                      f"{d['tick_handover_per_1000_ms']} ms | {later} | {d['published']:,} in {d['seconds']} s"
                      f"{'' if d['complete'] else ' (window)'} | {d['rate']:,}/s | {d['rss_start_mib']} → "
-                     f"{d['rss_end_mib']} MiB, {d['rss_peak_mib']} |")
+                     f"{d['rss_end_mib']} MiB, {d['rss_peak_mib']} | "
+                     f"{' → '.join(map(str, d['load'])) if d.get('load') else '—'} |")
         pairs.setdefault((d["db"], d["provider"]), []).append(d)
     lines += ["", "### Against the targets", ""]
     for (db, provider), runs in sorted(pairs.items()):
