@@ -69,6 +69,8 @@ def expand_once() -> dict:
     """One expander pass: every active recurring rule's window materialized (see models.recurring.expander)."""
     rt = runtime()
     return run_expander(clock=rt.clock, policy=rt.policy, announce=rt.announce_due)
+
+
 def drip_advance_once() -> dict:
     """One drip-advance pass: settle ended sends, re-mint held ones, mint every step due (see models.drips.advance)."""
     rt = runtime()
