@@ -293,6 +293,22 @@ def test_a_commit_taken_over_between_two_of_its_own_batches_stops_and_the_taker_
     assert _count(app, Post) == 4 and _count(app, ScheduledAction, ScheduledAction.status == "queued") == 5
 
 
+def test_committing_one_import_leaves_another_staged_at_the_same_instant_as_it_was(app, client, world):
+    """Two dry runs staged at the same instant: each of the commit's statements names its own import, so the other
+    keeps its status, its counts and its lines, and commits afterwards just as its dry run promised."""
+    first = _upload(client, world, (HEADER + "One,main,2026-06-10,09:00,\nTwo,main,2026-06-10,10:00,\n").encode()).json
+    second = _upload(client, world, (HEADER + "Three,main,2026-06-11,09:00,\n").encode()).json
+    assert client.post(f"/api/v1/posts/imports/{first['import_id']}/commit", headers=world.auth("ops"),
+                       json={"status": "approved"}).json["created"] == 2
+    with app.app_context(), read_session() as session:
+        imports = {row.id: (row.status, row.accepted_count) for row in session.scalars(select(CsvImport))}
+    assert imports == {first["import_id"]: ("committed", 2), second["import_id"]: ("staged", 1)}
+    committed = client.post(f"/api/v1/posts/imports/{second['import_id']}/commit", headers=world.auth("ops"),
+                            json={"status": "approved"})
+    assert committed.status_code == 200 and committed.json["created"] == 1, committed.json
+    assert _count(app, Post) == 3
+
+
 def test_while_review_is_required_an_import_makes_no_approved_post(app, client, world):
     assert client.patch("/api/v1/workspace", headers=world.auth("admin"), json={"review": "required"}).status_code == 200
     data = (HEADER + "Reviewed first,main,2026-06-03,09:00,\n").encode()
