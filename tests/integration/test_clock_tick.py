@@ -178,6 +178,43 @@ def test_a_row_left_submitted_past_the_recovery_timeout_fails_as_worker_lost_and
     assert outbox(app) == [] and row(app, action_id).status == "failed"
 
 
+def test_a_recovery_pass_with_no_row_past_its_cutoff_writes_nothing_and_never_waits_for_a_writer(
+        app, clock, workspace, backend, database_url):
+    """Rows being sent, none of them past the recovery timeout: recovery only reads. Its read's own cut-off is what
+    keeps it from taking a write transaction each tick (on SQLite the one writer's lock) for rows it must refuse."""
+    import sqlite3
+
+    import psycopg
+
+    ids = add_actions(app, workspace, 2)
+    for action_id in ids:
+        claim_and_abandon(app, action_id)
+    clock.advance(minutes=9)
+    done = []
+
+    def recover():
+        with app.app_context():
+            rt = runtime()
+            done.append(recover_lost_workers(now=rt.now(), policy=rt.policy, actor=Actor.job("recover")))
+
+    if backend == "sqlite":
+        holder = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another process writing
+    else:
+        holder = psycopg.connect(database_url.replace("postgresql+psycopg", "postgresql"))
+        holder.execute("LOCK TABLE scheduled_actions IN SHARE MODE")  # reads pass, writes wait
+    try:
+        worker = threading.Thread(target=recover)
+        worker.start()
+        worker.join(timeout=30)
+        assert done == [0], "recovery waited for the writer although it had nothing to recover"
+    finally:
+        holder.rollback()
+        holder.close()
+        worker.join()
+    assert {row(app, action_id).status for action_id in ids} == {"submitted"}
+
+
 def test_a_lost_workers_late_success_still_publishes_the_row(app, clock, httpserver):
     workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
     (action_id,) = add_actions(app, workspace_id, 1)

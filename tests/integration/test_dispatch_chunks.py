@@ -191,6 +191,19 @@ def test_rows_that_call_out_are_claimed_one_at_a_time_as_each_is_sent(app, clock
     ]
 
 
+def test_a_late_row_that_calls_out_is_missed_not_claimed_with_its_batch(app, clock, httpserver):
+    """The rows that call out are claimed in batches by one statement too: a late row must be kept out of it
+    beforehand and missed, never claimed and sent."""
+    httpserver.expect_request("/hook", method="POST").respond_with_json({"id": "r-1"})
+    workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
+    (late,) = add_actions(app, workspace_id, 1, action_type="send_sms", due_in=-timedelta(hours=2))
+    fine = add_actions(app, workspace_id, 2, thing_prefix="fine")
+    results = {r.action_id: r.label for r in dispatch(app, [late] + fine)}
+    assert results == {late: "missed:missed_window", fine[0]: "published", fine[1]: "published"}
+    assert len(httpserver.log) == 2 and claims_of(app, [late]) == 0
+    assert rows(app, [late])[late].failure_code == "missed_window"
+
+
 # -- helpers ----------------------------------------------------------------------------------
 
 
@@ -278,6 +291,27 @@ def test_a_chunk_skips_rows_another_transaction_holds_instead_of_waiting_on_them
     results = done[0]
     assert [r.label for r in results] == ["published", "skipped:busy", "published"]
     assert row(app, ids[1]).status == "queued" and outbox_ids(app) == [ids[0], ids[2]]
+
+
+@pytest.mark.only_backend("postgresql")
+def test_a_batch_of_rows_that_call_out_skips_rows_another_transaction_holds_instead_of_waiting_on_them(
+        app, clock, database_url, httpserver):
+    """The batched claim of rows that call out locks its rows skipping the held ones, as a local chunk does."""
+    import psycopg
+
+    httpserver.expect_request("/hook", method="POST").respond_with_json({"id": "r-1"})
+    workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
+    ids = add_actions(app, workspace_id, 3)
+    done = []
+    with psycopg.connect(database_url.replace("postgresql+psycopg", "postgresql")) as holder:
+        holder.execute("SELECT id FROM scheduled_actions WHERE id = %s FOR UPDATE", (ids[1],))
+        worker = threading.Thread(target=lambda: done.append(dispatch(app, ids)))
+        worker.start()
+        worker.join(timeout=30)
+        assert done, "the batch waited on the held row"
+    results = done[0]
+    assert [r.label for r in results] == ["published", "skipped:busy", "published"]
+    assert row(app, ids[1]).status == "queued" and len(httpserver.log) == 2
 
 
 # -- batched claims of rows that call out -----------------------------------------------------

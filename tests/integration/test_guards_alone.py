@@ -120,6 +120,56 @@ def test_a_row_being_sent_is_not_missed_held_or_stranded_from_under_its_worker(a
     assert _moves(app, action_id) == [(None, "queued"), ("queued", "submitted")]
 
 
+def _sibling_moves(world, clock, channel_id):
+    """Each move whose statement names its row by id alone (its other predicates hold for any row in that state)."""
+    later = clock.now() + timedelta(minutes=1)
+    return {
+        "claim": ("queued", lambda s, i: lifecycle.claim(s, i, now=clock.now(), actor=JOB)),
+        "miss": ("queued", lambda s, i: lifecycle.miss(s, i, code=FailureCode.MISSED_WINDOW, message="missed",
+                                                       now=clock.now(), actor=JOB)),
+        "cancel": ("queued", lambda s, i: lifecycle.cancel(s, i, kind=CancelKind.PERSON, now=clock.now(), actor=JOB,
+                                                           workspace_id=world.workspace_id)),
+        "strand": ("queued", lambda s, i: lifecycle.strand(s, i, message="reconnect", now=clock.now(), actor=JOB)),
+        "hold": ("queued", lambda s, i: lifecycle.hold(s, i, channel_id=channel_id, until=later, late_from=clock.now(),
+                                                       cause="rate", message="held", now=clock.now(), actor=JOB)),
+        "retry": ("failed", lambda s, i: lifecycle.retry(s, i, now=clock.now(), actor=JOB,
+                                                         workspace_id=world.workspace_id)),
+        "fail_by_recovery": ("submitted", lambda s, i: lifecycle.fail(
+            s, i, code=FailureCode.WORKER_LOST, message="lost", now=clock.now(), actor=JOB,
+            submitted_before=clock.now() - timedelta(minutes=10))),
+    }
+
+
+@pytest.mark.parametrize("move", ["claim", "miss", "cancel", "strand", "hold", "retry", "fail_by_recovery"])
+def test_a_move_of_one_row_leaves_a_sibling_in_the_same_state_alone(app, world, clock, move):
+    """Two rows of one workspace and channel, both due and in the move's source status: the id is all that tells
+    the statement which one it moves."""
+    ids = [add_action(app, world, publish_at=clock.now()) for _ in range(2)]
+    channel_id = _row(app, ids[0]).channel_id
+    source, call = _sibling_moves(world, clock, channel_id)[move]
+    if source != "queued":
+        tokens = [_in(app, lambda s, i=i: lifecycle.claim(s, i, now=clock.now(), actor=JOB)).row.claim_token
+                  for i in ids]
+        if source == "failed":
+            for i, token in zip(ids, tokens):
+                assert _in(app, lambda s, i=i, token=token: lifecycle.fail(
+                    s, i, claim_token=token, code=FailureCode.PERMANENT, message="refused", now=clock.now(),
+                    actor=JOB)).ok
+        else:
+            clock.advance(minutes=11)
+    if move == "strand":
+        _in(app, lambda s: s.execute(update(Channel.__table__).where(Channel.__table__.c.id == channel_id)
+                                     .values(reconnect_needed_since=clock.now())))
+    before = _row(app, ids[1])
+    history = _moves(app, ids[1])
+    assert before.status == source
+    assert _in(app, lambda s: call(s, ids[0])).ok
+    after = _row(app, ids[1])
+    assert (after.status, after.next_attempt_at, after.failure_code, after.claim_token) == (
+        before.status, before.next_attempt_at, before.failure_code, before.claim_token)
+    assert _moves(app, ids[1]) == history
+
+
 def test_a_hold_of_a_row_not_yet_due_is_refused(app, world, clock):
     action_id = add_action(app, world, publish_at=clock.now() + timedelta(minutes=5))
     channel_id = _row(app, action_id).channel_id
@@ -180,6 +230,17 @@ def test_a_bulk_claim_takes_only_due_queued_rows_with_attempts_left(app, world, 
     assert [_row(app, i).status for i in ids] == ["submitted", "queued", "queued", "cancelled", "published"]
     assert (_row(app, spent).attempt_count, _row(app, published).attempt_count) == (5, 1)
     _still_published(app, published)
+
+
+@pytest.mark.parametrize("claim", ["claim_many", "claim_batch"])
+def test_a_bulk_claim_takes_only_the_rows_it_was_given(app, world, clock, claim):
+    """Another due queued row of the same workspace and channel, not in the chunk: the id set alone leaves it to
+    the chunk it belongs to."""
+    given = [add_action(app, world, publish_at=clock.now()) for _ in range(2)]
+    other = add_action(app, world, publish_at=clock.now())
+    claimed = _in(app, lambda s: [row.id for row in getattr(lifecycle, claim)(s, given, now=clock.now(), actor=JOB)])
+    assert sorted(claimed) == given
+    assert _row(app, other).status == "queued" and _moves(app, other) == [(None, "queued")]
 
 
 def test_publish_many_refuses_a_claimed_row_under_another_token(app, world, clock):
@@ -283,6 +344,35 @@ def test_a_rule_move_or_edit_from_a_status_or_revision_the_rule_no_longer_has_ch
         assert stored.revision == revision + (1 if move == "edit" else 0)
         assert len(list(session.scalars(select(RecurringScheduleEvent)
                                         .where(RecurringScheduleEvent.schedule_id == rule_id)))) == 1
+
+
+_RULE_SOURCES = {"pause": "active", "resume": "paused", "end": "active", "run_out": "active", "edit": "active"}
+
+
+@pytest.mark.parametrize("move", sorted(_RULE_SOURCES))
+def test_a_rule_move_or_edit_changes_its_own_rule_and_leaves_a_sibling_in_the_same_state_alone(
+        app, client, world, clock, move):
+    """Two rules in the same status at the same revision: the statement's id is the only thing telling them apart."""
+    from models.recurring import lifecycle as rules
+    from models.recurring.tables import RecurringSchedule
+    from tests.integration.recurring_helpers import make_rule
+
+    moved_id, sibling_id = make_rule(client, world)["id"], make_rule(client, world, target_key="b@example.test")["id"]
+    table = RecurringSchedule.__table__
+    _in(app, lambda s: s.execute(update(table).values(status=_RULE_SOURCES[move])))
+    with app.app_context(), write_session() as session:
+        rule = session.get(RecurringSchedule, moved_id)
+        if move == "edit":
+            definition = {name: getattr(rule, name) for name in rules.DEFINITION}
+            outcome = rules.edit(session, rule, {**definition, "target_key": "other@example.test"}, now=clock.now(),
+                                 actor=JOB, changed=["target_key"])
+        else:
+            outcome = getattr(rules, move)(session, rule, now=clock.now(), actor=JOB)
+        assert outcome.ok
+    with app.app_context(), read_session() as session:
+        moved, sibling = session.get(RecurringSchedule, moved_id), session.get(RecurringSchedule, sibling_id)
+        assert (moved.status != _RULE_SOURCES[move]) or moved.target_key == "other@example.test"
+        assert (sibling.status, sibling.target_key, sibling.revision) == (_RULE_SOURCES[move], "b@example.test", 1)
 
 
 def test_an_edit_of_a_rule_ended_since_it_was_read_changes_nothing(app, client, world, clock):

@@ -245,6 +245,70 @@ def test_a_commit_whose_process_died_is_finished_by_the_next_one_without_doublin
     assert _count(app, Post) == 4 and _count(app, ScheduledAction, ScheduledAction.status == "queued") == 5
 
 
+def test_a_commit_taken_over_between_two_of_its_own_batches_stops_and_the_taker_applies_each_line_once(
+        app, client, world, clock, monkeypatch):
+    """The commit stalls for STALE_COMMIT after its first batch; another takes it over and finishes it. The first
+    commit's next batch finds its heartbeat no longer its own and stops (409) instead of going on beside the taker."""
+    from sqlalchemy import event
+    from sqlalchemy.orm import Session
+
+    from models.core.errors import Conflict
+    from models.core.moves import Actor
+    from models.core.runtime import runtime
+    from models.imports import runs
+    from models.posts.import_csv import PostImport
+
+    _add_channel(app, world, "toots", kind="mastodon")
+    report = _upload(client, world, FILE).json
+    monkeypatch.setattr(runs, "APPLY_BATCH", 1)
+    actor = Actor(label="user:marketer", user_id=world.users["marketer"])
+    stalled, taken = [], []
+
+    class StallsAfterItsFirstBatch(PostImport):
+        def apply(self, *args, **kwargs):
+            fates = super().apply(*args, **kwargs)
+            stalled.append(True)
+            return fates
+
+    def take_over(_session):
+        """Once the first batch has committed, before the next begins: still for STALE_COMMIT, then taken over."""
+        if stalled and not taken:
+            taken.append(True)
+            clock.advance(seconds=runs.STALE_COMMIT.total_seconds() + 1)
+            rt = runtime()
+            taken.append(runs.commit(report["import_id"], PostImport(clock=rt.clock, policy=rt.policy, approve=True),
+                                     workspace_id=world.workspace_id, target="workspace", actor=actor, clock=rt.clock))
+
+    event.listen(Session, "after_commit", take_over)
+    try:
+        with app.app_context():
+            rt = runtime()
+            with pytest.raises(Conflict) as stopped:
+                runs.commit(report["import_id"], StallsAfterItsFirstBatch(clock=rt.clock, policy=rt.policy, approve=True),
+                            workspace_id=world.workspace_id, target="workspace", actor=actor, clock=rt.clock)
+    finally:
+        event.remove(Session, "after_commit", take_over)
+    assert stopped.value.code == "import_committing" and len(stalled) == 1
+    assert taken[1].changed == []
+    assert _count(app, Post) == 4 and _count(app, ScheduledAction, ScheduledAction.status == "queued") == 5
+
+
+def test_committing_one_import_leaves_another_staged_at_the_same_instant_as_it_was(app, client, world):
+    """Two dry runs staged at the same instant: each of the commit's statements names its own import, so the other
+    keeps its status, its counts and its lines, and commits afterwards just as its dry run promised."""
+    first = _upload(client, world, (HEADER + "One,main,2026-06-10,09:00,\nTwo,main,2026-06-10,10:00,\n").encode()).json
+    second = _upload(client, world, (HEADER + "Three,main,2026-06-11,09:00,\n").encode()).json
+    assert client.post(f"/api/v1/posts/imports/{first['import_id']}/commit", headers=world.auth("ops"),
+                       json={"status": "approved"}).json["created"] == 2
+    with app.app_context(), read_session() as session:
+        imports = {row.id: (row.status, row.accepted_count) for row in session.scalars(select(CsvImport))}
+    assert imports == {first["import_id"]: ("committed", 2), second["import_id"]: ("staged", 1)}
+    committed = client.post(f"/api/v1/posts/imports/{second['import_id']}/commit", headers=world.auth("ops"),
+                            json={"status": "approved"})
+    assert committed.status_code == 200 and committed.json["created"] == 1, committed.json
+    assert _count(app, Post) == 3
+
+
 def test_while_review_is_required_an_import_makes_no_approved_post(app, client, world):
     assert client.patch("/api/v1/workspace", headers=world.auth("admin"), json={"review": "required"}).status_code == 200
     data = (HEADER + "Reviewed first,main,2026-06-03,09:00,\n").encode()

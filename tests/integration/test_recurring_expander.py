@@ -230,3 +230,45 @@ def test_three_processes_expanding_at_once_mint_each_slot_once(client, app, worl
         assert session.scalar(select(func.count()).select_from(ActionEvent)
                               .where(ActionEvent.from_status.is_(None))) == 8 * 19
     assert all(len(rule_rows(app, rule)) == 19 for rule in rules)
+
+
+# -- a wanted slot whose row is already due or being sent (issue 22's mutation run) ------------------------------
+
+
+def test_a_zone_change_leaves_a_slots_row_that_is_already_due_to_the_tick(client, app, world, clock):
+    """09:00 in New York (13:00Z) is due and not yet taken when the workspace moves to Los Angeles, where the same
+    slot is at 16:00Z: the due row stays as it is, for the tick, and only the slots still ahead move."""
+    import json
+
+    from tests.integration.clock_helpers import tick
+
+    rule = make_rule(client, world)["id"]
+    clock.set(datetime(2026, 6, 1, 13, 0, 30, tzinfo=UTC))
+    result = app.test_cli_runner().invoke(args=["workspace", "set-timezone", "Acme", "America/Los_Angeles"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["recurring"]["moved"] == 13
+    [due] = [row for row in queued(app, rule) if row.thing_id.endswith("2026-06-01T09:00")]
+    assert due.publish_at == datetime(2026, 6, 1, 13, 0, tzinfo=UTC) and due.rescheduled_from_id is None
+    assert tick(app)["outcomes"] == {"published": 1}
+    assert [row.status for row in rule_rows(app, rule) if row.thing_id.endswith("2026-06-01T09:00")] == ["published"]
+
+
+def test_an_edit_at_the_instant_a_slots_row_is_being_sent_counts_it_in_flight_and_leaves_it(client, app, world,
+                                                                                            clock):
+    """At 13:00:00Z the 09:00 row is claimed; an edit of the payload at that instant still wants the slot (the
+    window starts at now): the row being sent is in flight, not merely due, and it stays its worker's."""
+    from models.actions import lifecycle
+    from models.core.database import write_session
+    from models.core.moves import Actor
+    from tests.integration.recurring_helpers import patch
+
+    rule = make_rule(client, world)["id"]
+    clock.set(datetime(2026, 6, 1, 13, 0, tzinfo=UTC))
+    [first] = [row for row in queued(app, rule) if row.thing_id.endswith("2026-06-01T09:00")]
+    with app.app_context(), write_session() as session:
+        assert lifecycle.claim(session, first.id, now=clock.now(), actor=Actor.job("test")).ok
+    edited = patch(client, world, rule, payload={"subject": "Weekly digest {{ occurrence.local_date }}"})
+    assert edited["changes"]["skip_in_flight"] == 1 and "skip_due" not in edited["changes"]
+    assert edited["changes"]["moved"] == 13
+    [being_sent] = [row for row in rule_rows(app, rule) if row.thing_id.endswith("2026-06-01T09:00")]
+    assert (being_sent.id, being_sent.status) == (first.id, "submitted")
