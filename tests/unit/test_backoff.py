@@ -42,3 +42,13 @@ def test_attempts_count_from_one():
 ])
 def test_retry_after_reads_seconds_or_an_http_date_and_ignores_garbage(header, expected):
     assert parse_retry_after(header, NOW) == expected
+
+
+def test_an_http_date_without_a_zone_is_read_as_utc():
+    # RFC 5322's "-0000" means "no zone given": parsedate_to_datetime answers a naive datetime, read here as UTC.
+    assert parse_retry_after("Mon, 01 Jun 2026 12:05:00 -0000", NOW) == timedelta(minutes=5)
+
+
+def test_attempts_count_from_one_and_the_refusal_says_so():
+    with pytest.raises(ValueError, match="^attempt counts from 1$"):
+        backoff_delay(0, base=BASE, cap=CAP)

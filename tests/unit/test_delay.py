@@ -61,6 +61,8 @@ def test_a_delay_reads_as_the_api_writes_it_and_renders_back(text, calendar_days
         ("P366DT1S", "at most 366 days"),
         ("PT8785H", "at most 366 days"),
         ("P99999999999999999999999D", "at most 366 days"),
+        ("P10000000000D", "at most 366 days"),  # days timedelta() cannot hold, though few seconds' worth a day
+        ("PT99999999999999999999H", "at most 366 days"),  # hours timedelta() cannot hold
         ("PT1.5H", "fraction"),
         ("P0,5D", "fraction"),
         ("P", "not an ISO 8601 duration"),
@@ -84,6 +86,35 @@ def test_a_bad_delay_is_refused_naming_the_delay_with_a_message_to_act_on(text, 
     with pytest.raises(InvalidDelay, match=message) as refused:
         parse_delay(text)
     assert refused.value.part == "delay"
+
+
+def test_the_refusals_read_exactly_as_a_person_is_shown_them():
+    examples = "for example P2D (two days), PT30M (thirty minutes), P1DT12H or PT0S (at once)"
+    negative = "A delay cannot be negative: it counts forward from the previous step."
+    months = ("{!r} counts in months or years, which are not a fixed number of days (a month is 28 to 31); give the "
+              "days instead, for example P30D{}.")
+    for text, message in [
+        ("-P2D", negative),
+        ("P1Y", months.format("P1Y", "")),
+        ("P1Y2M", months.format("P1Y2M", "")),
+        ("P5M", months.format("P5M", "; PT5M would be minutes")),
+        ("P" + "1" * 40 + "D", "P" + "1" * 31 + f"... is not an ISO 8601 duration; {examples}."),
+        (7, f"A delay is an ISO 8601 duration written as text, {examples}."),
+    ]:
+        with pytest.raises(InvalidDelay) as refused:
+            parse_delay(text)
+        assert str(refused.value) == refused.value.message == message
+    for built, message in [
+        (lambda: Delay(calendar_days=-1), negative),
+        (lambda: Delay(elapsed=timedelta(milliseconds=1500)), "A delay is counted in whole seconds."),
+    ]:
+        with pytest.raises(InvalidDelay) as refused:
+            built()
+        assert str(refused.value) == refused.value.message == message
+
+
+def test_the_longest_text_read_is_thirty_two_characters():
+    assert parse_delay("P" + "0" * 29 + "1D") == Delay(calendar_days=1)
 
 
 def test_a_delay_built_by_hand_is_held_to_the_same_rules():

@@ -70,3 +70,9 @@ def test_targets_share_only_the_times_each_has():
     monday_nine = {0: frozenset({time(9), time(13)})}
     assert common_grid([monday_nine, {0: frozenset({time(13)}), 1: frozenset({time(9)})}])[0] == {time(13)}
     assert not any(common_grid([monday_nine, {1: frozenset({time(9)})}]).values())
+
+
+def test_the_common_grid_has_the_seven_days_and_the_walk_skips_days_without_slots():
+    assert common_grid([{0: frozenset({time(9)})}]) == {0: {time(9)}, **{day: frozenset() for day in range(1, 7)}}
+    # 2026-06-01 is a Monday; the grid has nothing on Tuesday
+    assert list(walk_grid({0: frozenset({time(9)})}, date(2026, 6, 1), date(2026, 6, 2))) == [(date(2026, 6, 1), time(9))]

@@ -346,3 +346,50 @@ def test_the_pushed_instant_is_the_earliest_minute_at_or_after_the_due_time_insi
     while minute < sent:
         assert not inside(minute), f"{minute} is inside {send_window.in_words} but {sent} was chosen"
         minute += timedelta(minutes=1)
+
+
+def test_a_window_built_by_hand_names_the_part_it_refuses_and_reads_its_days_as_weekdays():
+    for built, part, message in [
+        (lambda: SendWindow(start=time(9), end=time(17), days=frozenset()), "days",
+         "A send window needs at least one day it is open on."),
+        (lambda: SendWindow(start=time(9, 0, 30), end=time(17), days={0}), "start",
+         "A send window's start is a wall time in whole minutes, such as 09:00."),
+        (lambda: SendWindow(start=time(9), end=time(17, tzinfo=UTC), days={0}), "end",
+         "A send window's end is a wall time in whole minutes, such as 09:00."),
+        (lambda: SendWindow(start=time(9), end=time(9), days={0}), "end",
+         "The window opens and closes at 09:00, which could mean never or always; "
+         "for any time of day write 00:00 to 24:00."),
+    ]:
+        with pytest.raises(InvalidSendWindow) as refused:
+            built()
+        assert (refused.value.part, refused.value.message, str(refused.value)) == (part, message, message)
+    assert SendWindow(start=time(9), end=time(17), days={0, 4}).as_dict()["days"] == ["mon", "fri"]
+
+
+def test_a_bad_time_of_day_is_refused_in_full_words():
+    hint = "; a window that opens at midnight starts at 00:00"
+    for start, said in [("24:00", hint), ("25:00", "")]:
+        with pytest.raises(InvalidSendWindow) as refused:
+            window(start, "20:00")
+        assert refused.value.message == (
+            f"{start!r} is not a time of day; write it as HH:MM on a 24-hour clock, for example 09:00{said}.")
+
+
+def test_three_days_in_a_row_read_as_a_range():
+    assert window("09:00", "17:00", ["mon", "tue", "wed"]).in_words == "Mon–Wed 09:00–17:00"
+    assert window("09:00", "17:00", ["mon", "tue"]).in_words == "Mon, Tue 09:00–17:00"
+
+
+def test_a_window_the_gap_pushes_exactly_to_its_closing_is_shut_that_day():
+    # 2026-03-08 is New York's spring-forward day: 02:30 does not exist and opens at 03:30, the closing; shut.
+    # 01:00 EST is 06:00 UTC; the next opening is Monday 02:30 EDT, 06:30 UTC.
+    pushed = push_into_window(at(2026, 3, 8, 6, 0), window("02:30", "03:30"), NEW_YORK)
+    assert pushed.instant == at(2026, 3, 9, 6, 30)
+
+
+def test_a_night_window_still_open_from_yesterday_in_the_contacts_zone_holds_the_step():
+    # Tuesday 17:00 PST (UTC-8) is already Wednesday 01:00 UTC; the window opened Monday 20:00 and closes Tuesday 18:00.
+    due = at(2026, 1, 14, 1, 0)
+    night = window("20:00", "18:00")
+    assert is_inside_window(due, night, "America/Los_Angeles")
+    assert push_into_window(due, night, "America/Los_Angeles") == (due, None)
