@@ -274,21 +274,26 @@ def test_a_chunk_whose_database_write_fails_is_delivered_row_by_row_and_the_refu
     assert claims_of(app, [ids[0]]) == 1 and claims_of(app, [ids[1]]) == 0 and after[ids[1]].attempt_count == 0
 
 
-@pytest.mark.only_backend("postgresql")
-def test_a_chunk_skips_rows_another_transaction_holds_instead_of_waiting_on_them(app, clock, database_url):
-    """Two overlapping chunks never wait on each other in a cycle: a held row is left to its holder."""
+def _dispatch_while_another_holds(app, database_url, ids, *, held):
+    """The dispatch of ``ids`` while another transaction holds row ``held`` locked; it must not wait on it."""
     import psycopg
 
-    workspace_id = make_channel(app)
-    ids = add_actions(app, workspace_id, 3)
     done = []
     with psycopg.connect(database_url.replace("postgresql+psycopg", "postgresql")) as holder:
-        holder.execute("SELECT id FROM scheduled_actions WHERE id = %s FOR UPDATE", (ids[1],))
+        holder.execute("SELECT id FROM scheduled_actions WHERE id = %s FOR UPDATE", (held,))
         worker = threading.Thread(target=lambda: done.append(dispatch(app, ids)))
         worker.start()
         worker.join(timeout=30)
-        assert done, "the chunk waited on the held row"
-    results = done[0]
+        assert done, "the dispatch waited on the held row"
+    return done[0]
+
+
+@pytest.mark.only_backend("postgresql")
+def test_a_chunk_skips_rows_another_transaction_holds_instead_of_waiting_on_them(app, clock, database_url):
+    """Two overlapping chunks never wait on each other in a cycle: a held row is left to its holder."""
+    workspace_id = make_channel(app)
+    ids = add_actions(app, workspace_id, 3)
+    results = _dispatch_while_another_holds(app, database_url, ids, held=ids[1])
     assert [r.label for r in results] == ["published", "skipped:busy", "published"]
     assert row(app, ids[1]).status == "queued" and outbox_ids(app) == [ids[0], ids[2]]
 
@@ -297,19 +302,10 @@ def test_a_chunk_skips_rows_another_transaction_holds_instead_of_waiting_on_them
 def test_a_batch_of_rows_that_call_out_skips_rows_another_transaction_holds_instead_of_waiting_on_them(
         app, clock, database_url, httpserver):
     """The batched claim of rows that call out locks its rows skipping the held ones, as a local chunk does."""
-    import psycopg
-
     httpserver.expect_request("/hook", method="POST").respond_with_json({"id": "r-1"})
     workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook")})
     ids = add_actions(app, workspace_id, 3)
-    done = []
-    with psycopg.connect(database_url.replace("postgresql+psycopg", "postgresql")) as holder:
-        holder.execute("SELECT id FROM scheduled_actions WHERE id = %s FOR UPDATE", (ids[1],))
-        worker = threading.Thread(target=lambda: done.append(dispatch(app, ids)))
-        worker.start()
-        worker.join(timeout=30)
-        assert done, "the batch waited on the held row"
-    results = done[0]
+    results = _dispatch_while_another_holds(app, database_url, ids, held=ids[1])
     assert [r.label for r in results] == ["published", "skipped:busy", "published"]
     assert row(app, ids[1]).status == "queued" and len(httpserver.log) == 2
 
