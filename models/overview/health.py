@@ -29,7 +29,8 @@ from sqlalchemy.orm import Session
 
 from models.actions.tables import ActionEvent, ScheduledAction
 from models.clock.heartbeats import HEARTBEAT_INTERVAL
-from models.clock.rollup import HOUR, LATENESS_BUCKETS, backlog, backlog_within, hour_rollups, merge, minute_rollups, parse_iso
+from models.clock.rollup import (HOUR, LATENESS_BUCKETS, backlog, backlog_within, hour_rollups, merge, minute_rollups,
+                                 parse_iso)
 from models.clock.tables import ClockRun, ConsumerHeartbeat
 from models.clock.tick import TICK as TICK_KIND
 from models.core.hooks import Gauge
@@ -101,6 +102,7 @@ class ClockHealth:
     # tick found more), else BACKLOG_COUNTED_AT_MOST + 1, read "more than"; ``backlog_counted_at`` says which.
     backlog_exact: bool = True
     backlog_counted_at: datetime | None = None
+    backlog_counted_at_most: int = BACKLOG_COUNTED_AT_MOST
 
     @property
     def last_runs(self) -> list[ClockRun]:
@@ -184,8 +186,9 @@ def clock_health(session: Session, now: datetime, gauges: list[Gauge] = (),
                  tick_interval: timedelta = timedelta(minutes=1), kinds: list[str] = ()) -> ClockHealth:
     """Everything the health page, ``/healthz`` and ``/metrics`` show, read now; ``gauges`` are the wings',
     ``kinds`` the clock jobs there should be (a job that never ran shows as such)."""
-    count, oldest = backlog_within(session, now, BACKLOG_COUNTED_AT_MOST)
-    exact, counted_at = count <= BACKLOG_COUNTED_AT_MOST, None
+    cap = BACKLOG_COUNTED_AT_MOST
+    count, oldest = backlog_within(session, now, cap)
+    exact, counted_at = count <= cap, None
     if not exact:
         counted = last_tick_backlog(session)
         if counted is not None and counted[0] > count:
@@ -193,7 +196,7 @@ def clock_health(session: Session, now: datetime, gauges: list[Gauge] = (),
     return ClockHealth(now=now, jobs=job_statuses(session, now, kinds), backlog=count, oldest_due=oldest,
                        lateness=recent_lateness(session, now), heartbeats=heartbeats(session),
                        gauges=[(gauge, gauge.read(session, now)) for gauge in gauges], tick_interval=tick_interval,
-                       backlog_exact=exact, backlog_counted_at=counted_at)
+                       backlog_exact=exact, backlog_counted_at=counted_at, backlog_counted_at_most=cap)
 
 
 def last_tick_backlog(session: Session) -> tuple[int, datetime] | None:

@@ -14,7 +14,7 @@ from models.accounts.permissions import Permission
 from models.core.database import db
 from models.core.runtime import runtime
 from models.overview.channel_health import channels_needing_reconnect
-from models.overview.health import BACKLOG_COUNTED_AT_MOST, clock_health, last_hour_lateness, read_trends
+from models.overview.health import clock_health, last_hour_lateness, read_trends
 from webapp.views.wording import summary_sentence
 from webapp.views.context import is_htmx, require, viewer
 from webapp.views.trends import SPANS, trend_views
@@ -38,7 +38,7 @@ def health():
     """Each clock job's state, backlog, lateness, heartbeats, a stale-tick warning; the page adds the trends."""
     v = viewer()
     report = _report()
-    context = dict(v=v, report=report, backlog_counted_at_most=BACKLOG_COUNTED_AT_MOST, stale_after=int(report.tick_stale_after.total_seconds() // 60),
+    context = dict(v=v, report=report, stale_after=int(report.tick_stale_after.total_seconds() // 60),
                    open_alerts=list_alerts(db.session, v.workspace.id, open_only=True, limit=20),
                    summary_sentence=summary_sentence,
                    reconnecting=channels_needing_reconnect(db.session, v.workspace.id, report.now))
@@ -79,7 +79,8 @@ def metrics():
 
     report = _report()
     registry = CollectorRegistry()
-    Gauge("tickwork_backlog_actions", f"Actions due and not yet claimed (above {BACKLOG_COUNTED_AT_MOST:,}: the last tick's count)",
+    Gauge("tickwork_backlog_actions",
+          f"Actions due and not yet claimed (above {report.backlog_counted_at_most:,}: the last tick's count)",
           registry=registry).set(report.backlog)
     oldest = Gauge("tickwork_oldest_due_age_seconds", "Age of the oldest due, unclaimed action", registry=registry)
     oldest.set((report.now - report.oldest_due).total_seconds() if report.oldest_due else 0)
