@@ -2,7 +2,8 @@
 
 ::
 
-    ┌─hold─┐
+      ┌─────────────────deliver──────────────────┐  (a local provider: claim and publish at once)
+    ┌─hold─┐                                     ▼
     queued ──claim──▶ submitted ──publish──▶ published
       │  ▲               │  │
       │  └────revert─────┘  └──fail──▶ failed ◀──miss, strand── queued
@@ -16,6 +17,7 @@
 |---------|-------------------------|------------|------------------------------------------------------|-----------------------------------------|
 | claim   | queued                  | submitted  | due now, attempts left                               | attempt_count + 1, claim_token, submitted_at |
 | publish | submitted (or failed as worker_lost, same token) | published | claim token        | provider_id, finished_at                |
+| deliver | queued                  | published  | due now, attempts left, no published sibling         | what claim and publish stamp, in one UPDATE; both their events |
 | fail    | submitted               | failed     | claim token (or the recovery cut-off)                | failure_code, last_error, finished_at   |
 | revert  | submitted               | queued     | claim token; only when the provider was never reached | next_attempt_at, last_error            |
 | miss    | queued                  | failed     | —                                                    | failure_code (missed_window, duplicate_of_published, attempts_exhausted, content_error), finished_at |
@@ -48,6 +50,13 @@ reconnecting (``channels.reconnect_needed_since``): failed for good with a messa
 never claimed, never handed to a provider, never "outcome unknown". Its UPDATE reads the
 channel's state itself, so a channel reconnected a moment ago strands nothing.
 
+``deliver`` is the dispatch's move for a row whose provider is local (``log``): its delivery is
+written in the same transaction, before the UPDATE, so no request is ever in flight and the
+row never needs to be seen submitted. It is a claim and a publish in one statement: the same
+guards as ``claim`` (and the publish guard's own test, which the database's trigger does not
+make for a row written published), the same stamps as both, and both their events, so the
+row's history reads as any other published row's.
+
 ``attempt_count`` counts claims: every claim adds one; revert, retry, hold and strand do not change it.
 A hold is the one move that keeps the status: a row its channel's limit holds back stays
 queued, due again when the channel has room, and its lateness is measured without the wait.
@@ -60,11 +69,12 @@ from datetime import datetime
 
 import json
 
-from sqlalchemy import (JSON, BigInteger, Integer, String, Text, bindparam, case, cast, column, delete, func, insert, literal,
-                        null, select, true, update)
+from sqlalchemy import (JSON, BigInteger, Integer, String, Text, and_, bindparam, case, cast, column, delete, func, insert,
+                        literal, null, or_, select, true, update)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from models.actions.archived_keys import ArchivedKey
 from models.actions.guard import classify_integrity_error
 from models.actions.tables import ActionEvent, ActionHold, CancelKind, FailureCode, ScheduledAction, Status, due_by
 from models.channels.tables import Channel
@@ -82,11 +92,12 @@ NOW = bindparam("now", type_=UTCDateTime())
 
 
 class Move(str, enum.Enum):
-    """The eleven ways a row may move: nine change its status, ``hold`` keeps it queued for later and ``ask``
+    """The twelve ways a row may move: ten change its status, ``hold`` keeps it queued for later and ``ask``
     keeps it submitted while its provider is asked whether the send landed."""
 
     CLAIM = "claim"
     PUBLISH = "publish"
+    DELIVER = "deliver"
     FAIL = "fail"
     REVERT = "revert"
     MISS = "miss"
@@ -102,6 +113,7 @@ class Move(str, enum.Enum):
 ALLOWED_MOVES: dict[Move, tuple[frozenset[Status], Status]] = {
     Move.CLAIM: (frozenset({Status.QUEUED}), Status.SUBMITTED),
     Move.PUBLISH: (frozenset({Status.SUBMITTED, Status.FAILED}), Status.PUBLISHED),
+    Move.DELIVER: (frozenset({Status.QUEUED}), Status.PUBLISHED),
     Move.FAIL: (frozenset({Status.SUBMITTED}), Status.FAILED),
     Move.REVERT: (frozenset({Status.SUBMITTED}), Status.QUEUED),
     Move.MISS: (frozenset({Status.QUEUED}), Status.FAILED),
@@ -197,6 +209,31 @@ _GIVEN_SQLITE = select(*(func.json_extract(_EACH.c.value, f"$.{name}").label(nam
 PUBLISH_GIVEN_SQLITE = _statement(Move.PUBLISH, Status.SUBMITTED, _c.claim_token == _GIVEN_SQLITE.c.token,
                                   which=_c.id == _GIVEN_SQLITE.c.id, provider_id=_GIVEN_SQLITE.c.provider_id,
                                   finished_at=NOW, last_error=None, failure_code=None).returning(_c.id)
+
+# The publish guard's test (models.actions.guard), which its trigger makes only for a row written active: a
+# row delivered is written published, so its UPDATE makes the test itself.
+_sibling = _t.alias("sibling")
+_archived = ArchivedKey.__table__.c
+_SIBLING_PUBLISHED = select(_sibling.c.id).where(
+    _sibling.c.workspace_id == _c.workspace_id, _sibling.c.action_type == _c.action_type,
+    _sibling.c.thing_id == _c.thing_id, _sibling.c.target_key == _c.target_key,
+    _sibling.c.status == Status.PUBLISHED.value, _sibling.c.id != _c.id).exists()
+_KEY_ARCHIVED_PUBLISHED = select(_archived.workspace_id).where(
+    _archived.workspace_id == _c.workspace_id, _archived.action_type == _c.action_type,
+    _archived.thing_id == _c.thing_id, _archived.target_key == _c.target_key, _archived.published).exists()
+_NO_PUBLISHED_SIBLING = or_(_c.thing_id.is_(None), and_(~_SIBLING_PUBLISHED, ~_KEY_ARCHIVED_PUBLISHED))
+# A local delivery: claim and publish at once, each row under a token of its own and with the provider id its
+# delivery gave (the same JSON document as a batch's publishes).
+_DELIVERED = dict(attempt_count=_c.attempt_count + 1, claim_token=_ROW_TOKEN, submitted_at=NOW, finished_at=NOW,
+                  last_error=None, failure_code=None)
+DELIVER_GIVEN = _statement(Move.DELIVER, Status.QUEUED, due_by(NOW), _ATTEMPTS_LEFT, _NO_PUBLISHED_SIBLING,
+                           which=_c.id == _GIVEN.c.id, **_DELIVERED,
+                           provider_id=_GIVEN.c.provider_id).returning(*CLAIMED_COLUMNS)
+DELIVER_GIVEN_SQLITE = _statement(Move.DELIVER, Status.QUEUED, due_by(NOW), _ATTEMPTS_LEFT, _NO_PUBLISHED_SIBLING,
+                                  which=_c.id == _GIVEN_SQLITE.c.id, **_DELIVERED,
+                                  provider_id=_GIVEN_SQLITE.c.provider_id).returning(*CLAIMED_COLUMNS)
+# Its two events per row, the claim's then the publish's (PUBLISH_BATCH_EVENTS), so a history reads in order.
+DELIVER_CLAIM_EVENTS = _events_of(Status.QUEUED, Status.SUBMITTED, cast(null(), String), ids_in(_c.id, "published_ids"))
 
 FAIL_BY_WORKER = _statement(Move.FAIL, Status.SUBMITTED, _TOKEN, **_FAILED).returning(*_c)
 
@@ -412,6 +449,34 @@ def publish_batch(session: Session, published: list[tuple[int, str, str | None]]
             outcomes[action_id] = publish(session, action_id, claim_token=token, provider_id=provider_id, now=now,
                                           actor=actor)
     return outcomes
+
+
+def deliver_batch(session: Session, delivered: list[tuple[int, str | None]], *, now: datetime, actor: Actor,
+                  max_attempts: int = DEFAULT_BUDGET) -> list:
+    """queued → published for each ``(action_id, provider_id)`` a local provider has just delivered in this
+    transaction: one UPDATE, and the claim's and the publish's events in a statement each.
+
+    The same guards as :func:`claim` and the publish guard's test; the rows it returns (with
+    :data:`CLAIMED_COLUMNS`, as they now are) are the ones it moved. A row left out changed
+    nothing, and its delivery must not stand: the caller undoes the transaction (or its
+    savepoint) and claims the rows one by one to learn why.
+    """
+    if not delivered:
+        return []
+    statement = DELIVER_GIVEN if session.connection().dialect.name == "postgresql" else DELIVER_GIVEN_SQLITE
+    params = {"now": now, "max_attempts": max_attempts, "token_base": uuid.uuid4().hex[:TOKEN_BASE_LENGTH] + ".",
+              "given": json.dumps([{"id": action_id, "token": None, "provider_id": provider_id}
+                                   for action_id, provider_id in delivered])}
+    rows = session.execute(statement, params).all()
+    if rows:
+        moved = {"published_ids": sorted(row.id for row in rows), "now": now, **_actor_params(actor)}
+        session.execute(DELIVER_CLAIM_EVENTS, moved)
+        session.execute(PUBLISH_BATCH_EVENTS, moved)
+    for row in rows:
+        loaded = session.identity_map.get(session.identity_key(ScheduledAction, row.id))
+        if loaded is not None:
+            session.expire(loaded)
+    return rows
 
 
 def _accepted(provider_id: str | None) -> str:

@@ -941,6 +941,10 @@ _LOCK_QUEUED = (
     .order_by(ScheduledAction.id)
     .with_for_update(skip_locked=True)
 )
+# A local chunk's rows as they are now, with what a delivery and the wings' follow-ups read of them; on
+# PostgreSQL locked as above.
+_CURRENT = select(*lifecycle.CLAIMED_COLUMNS).where(ids_in(ScheduledAction.id, "action_ids")).order_by(ScheduledAction.id)
+_LOCK_CURRENT = _CURRENT.with_for_update(skip_locked=True)
 
 
 def deliver_locally(
@@ -948,13 +952,15 @@ def deliver_locally(
 ) -> dict[int, DispatchResult]:
     """Rows whose provider delivers into this database (``log``): all three steps in one transaction.
 
-    The claim of every due row in one statement (``claim_batch``: a token per row, the
-    events in one ``INSERT ... SELECT``), the deliveries in one write, and the outcomes
-    (``publish_batch`` for the successes: one executemany, the events in one statement):
-    the delivery and the row's published status commit together or not at all, so no crash
-    can leave one without the other.
-    Late rows, rows the bulk claim left alone and, when the publish guard refuses the
-    bulk claim, every row are claimed one by one in the same transaction.
+    First at once (:func:`_delivered_at_once`): the deliveries in one write, then every row
+    moved queued → published by one statement (``lifecycle.deliver_batch``, the claim's and the
+    publish's events in a statement each). If that would not take every row of the chunk, it
+    changes nothing and the chunk goes the longer way: the claim of every due row in one
+    statement (``claim_batch``: a token per row, the events in one ``INSERT ... SELECT``), the
+    deliveries, and the outcomes (``publish_batch`` for the successes). Late rows, rows the
+    bulk claim left alone and, when the publish guard refuses the bulk claim, every row are
+    claimed one by one in the same transaction. Either way the delivery and the row's
+    published status commit together or not at all, so no crash can leave one without the other.
 
     On PostgreSQL the transaction first locks the chunk's rows in id order, skipping any
     another transaction holds (that one decides them; a row still queued afterwards is
@@ -969,13 +975,21 @@ def deliver_locally(
         results.update(_stop_in(session, [row for row, _ in rows], context, now, actor,
                                 channels=[channel for _, channel in rows]))
         rows = [(row, channel) for row, channel in rows if row.id not in results]
-        if session.connection().dialect.name == "postgresql":
-            mine = set(session.scalars(_LOCK_QUEUED, {"action_ids": [row.id for row, _ in rows]}))
+        locks = session.connection().dialect.name == "postgresql"
+        current = {row.id: row for row in session.execute(_LOCK_CURRENT if locks else _CURRENT,
+                                                          {"action_ids": [row.id for row, _ in rows]})}
+        if locks:
             results.update((row.id, DispatchResult(row.id, DispatchOutcome.SKIPPED, "busy"))
-                           for row, _ in rows if row.id not in mine)
-            rows = [(row, channel) for row, channel in rows if row.id in mine]
+                           for row, _ in rows if row.id not in current)
+            rows = [(row, channel) for row, channel in rows if row.id in current]
         on_time = [row.id for row, _ in rows
                    if not (context.hooks.lateness_applies(row.origin) and is_late(row, now, policy))]
+        if on_time and len(on_time) == len(rows):
+            delivered = _delivered_at_once(session, [current[ident] for ident in on_time], channels, context,
+                                           now, actor)
+            if delivered is not None:
+                results.update(delivered)
+                return results
         try:
             claimed = list(lifecycle.claim_batch(session, on_time, now=now, actor=actor,
                                                  max_attempts=policy.max_attempts))
@@ -1009,9 +1023,38 @@ def deliver_locally(
     return results
 
 
-def _deliver_in(session, claimed: list[ScheduledAction], channels: dict, context: DispatchContext,
-                now: datetime) -> list[SendResult]:
-    """The local providers' results for ``claimed``, in order; they write in ``session``."""
+def _delivered_at_once(session, rows: list, channels: dict, context: DispatchContext, now: datetime,
+                       actor: Actor) -> dict[int, DispatchResult] | None:
+    """The chunk's ``rows`` (as read under the chunk's lock) delivered and published in one go; None, with nothing
+    changed, when that would not take every row.
+
+    The deliveries are written first, numbered as the claim would number them (attempt + 1),
+    then one UPDATE moves every row queued → published with the provider ids they gave. A
+    delivery that did not succeed, or a row the UPDATE's guards refuse (no longer queued, not
+    due after all, out of attempts, a published sibling), rolls the savepoint back, and the
+    claim-then-publish way tells each row's outcome apart.
+    """
+    savepoint = session.begin_nested()
+    sent = _deliver_in(session, rows, channels, context, now, claiming=True)
+    moved = []
+    if all(result.outcome is SendOutcome.SUCCESS for result in sent):
+        moved = lifecycle.deliver_batch(session, [(row.id, result.provider_id) for row, result in zip(rows, sent)],
+                                        now=now, actor=actor, max_attempts=context.policy.max_attempts)
+    if len(moved) < len(rows):
+        savepoint.rollback()
+        return None
+    savepoint.commit()
+    provider_ids = {row.id: result.provider_id for row, result in zip(rows, sent)}
+    results = {row.id: DispatchResult(row.id, DispatchOutcome.PUBLISHED) for row in moved}
+    results.update(_published_with_follow_ups(session, context.hooks,
+                                              [(row, provider_ids[row.id]) for row in moved], now, actor))
+    return results
+
+
+def _deliver_in(session, claimed: list, channels: dict, context: DispatchContext, now: datetime, *,
+                claiming: bool = False) -> list[SendResult]:
+    """The local providers' results for ``claimed``, in order; they write in ``session``. With ``claiming`` the rows
+    are not claimed yet, and each delivery is numbered as their claim will number it (attempt + 1)."""
     results: dict[int, SendResult] = {}
     by_kind: dict[str, list[Delivery]] = {}
     secrets: dict[int, str | None | SecretUnreadable] = {}  # each channel's secret decrypted once
@@ -1026,7 +1069,7 @@ def _deliver_in(session, claimed: list[ScheduledAction], channels: dict, context
         if isinstance(secret, SecretUnreadable):
             results[action.id] = SendResult(SendOutcome.NOT_SENT, str(secret))
         else:
-            by_kind.setdefault(channel.kind, []).append(_delivery_with(action, channel, secret))
+            by_kind.setdefault(channel.kind, []).append(_delivery_with(action, channel, secret, ahead=claiming))
     send_context = SendContext(now=now, timeout=context.policy.provider_timeout.total_seconds(), session=session)
     for kind, deliveries in by_kind.items():
         for delivery, result in zip(deliveries, provider_for(kind).deliver(deliveries, send_context), strict=True):
@@ -1046,12 +1089,13 @@ def _delivery(action: ScheduledAction, channel: Channel, context: DispatchContex
     return _delivery_with(action, channel, channel.secret(context.secret_box))
 
 
-def _delivery_with(action, channel: Channel, secret: str | None) -> Delivery:
-    """What the provider needs for ``action``, with the channel's secret already decrypted."""
+def _delivery_with(action, channel: Channel, secret: str | None, *, ahead: bool = False) -> Delivery:
+    """What the provider needs for ``action``, with the channel's secret already decrypted; ``ahead`` numbers it as
+    the claim about to be made will (a local delivery written before its row moves)."""
     return Delivery(
         action_id=action.id, workspace_id=action.workspace_id, channel_id=channel.id, channel_name=channel.name,
         action_type=action.action_type, target_key=action.target_key, payload=action.payload,
-        publish_at=action.publish_at, attempt=action.attempt_count, config=dict(channel.config or {}),
+        publish_at=action.publish_at, attempt=action.attempt_count + ahead, config=dict(channel.config or {}),
         secret=secret, created_at=getattr(action, "created_at", None),
     )
 

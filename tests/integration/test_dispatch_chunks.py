@@ -96,6 +96,57 @@ def test_a_chunk_of_log_rows_is_claimed_delivered_and_published_together(app, cl
     assert [e.to_status for e in events(app, ids[0])] == ["queued", "submitted", "published"]
 
 
+def test_a_local_chunk_is_delivered_and_published_by_one_move_with_the_stamps_and_events_of_a_claim_and_a_publish(
+        app, clock):
+    """The deliver move (queued → published at once) leaves each row as claim-then-publish would: one attempt,
+    a token of its own, submitted and finished at the chunk's instant, the outbox entry numbered attempt 1 and
+    named by the provider id, and the history queued → submitted → published."""
+    workspace_id = make_channel(app)
+    ids = add_actions(app, workspace_id, 3, thing_prefix="post")
+    assert [r.label for r in dispatch(app, ids)] == ["published"] * 3
+    after = rows(app, ids)
+    with app.app_context(), read_session() as session:
+        entries = {entry.action_id: entry for entry in session.scalars(select(OutboxEntry))}
+    for action_id in ids:
+        done = after[action_id]
+        assert (done.status, done.attempt_count) == ("published", 1)
+        assert done.submitted_at == done.finished_at == clock.now()
+        assert done.provider_id == f"outbox:{entries[action_id].id}" and entries[action_id].attempt == 1
+        assert [(e.from_status, e.to_status) for e in events(app, action_id)] == [
+            (None, "queued"), ("queued", "submitted"), ("submitted", "published")]
+        assert events(app, action_id)[-1].reason == f"provider accepted as {done.provider_id}"
+    assert len({after[i].claim_token for i in ids}) == 3
+
+
+def test_a_local_chunk_the_deliver_move_cannot_take_whole_leaves_no_delivery_of_its_own_behind(app, clock):
+    """A row the deliver move refuses (a legacy duplicate: the published sibling its own UPDATE tests for) undoes
+    the chunk's deliveries with it; the claim-then-publish way then sends the others once and misses that one."""
+    workspace_id = make_channel(app)
+    ids = add_actions(app, workspace_id, 3, thing_prefix="post")
+    publish_a_legacy_sibling_of(app, ids[1])
+    results = {r.action_id: r.label for r in dispatch(app, ids)}
+    assert results == {ids[0]: "published", ids[1]: "missed:duplicate_of_published", ids[2]: "published"}
+    assert outbox_ids(app) == [ids[0], ids[2]]
+    assert [e.to_status for e in events(app, ids[0])] == ["queued", "submitted", "published"]
+
+
+def test_a_local_chunk_whose_channel_secret_cannot_be_read_is_not_delivered_at_once(app, clock):
+    """A delivery that does not succeed (the channel's sealed secret is unreadable) undoes the deliver move's
+    savepoint: nothing is published or written to the outbox, and the claim-then-publish way records why."""
+    from models.channels.tables import Channel
+
+    workspace_id = make_channel(app, secret="s3cret")
+    with app.app_context(), write_session() as session:
+        session.execute(Channel.__table__.update().where(Channel.__table__.c.workspace_id == workspace_id)
+                        .values(secret_sealed="not a sealed secret"))
+    ids = add_actions(app, workspace_id, 2)
+    assert {r.action_id: r.label for r in dispatch(app, ids)} == {i: "reverted:not_sent" for i in ids}
+    assert outbox_ids(app) == []
+    after = rows(app, ids)
+    assert all((after[i].status, after[i].attempt_count) == ("queued", 1) for i in ids)
+    assert all("cannot be decrypted" in after[i].last_error for i in ids)
+
+
 def test_a_log_delivery_that_cannot_be_written_leaves_its_whole_chunk_queued_and_unsent(app, clock, backend):
     """The outbox entry and the published status commit together: a failed write undoes the claims too."""
     from models.clock.dispatch import deliver_locally

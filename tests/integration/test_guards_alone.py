@@ -16,6 +16,7 @@ from models.channels.tables import Channel
 from models.core.database import read_session, write_session
 from models.core.moves import Actor, Refusal
 from tests.factories import add_action
+from tests.integration.clock_helpers import publish_a_legacy_sibling_of
 
 JOB = Actor.job("test")
 
@@ -274,6 +275,42 @@ def test_a_batch_publish_moves_only_submitted_rows_under_their_own_token(app, wo
                                            (gone, gone_token, "p-gone")], now=clock.now(), actor=JOB).items()})
     assert outcomes == {mine: None, stolen: Refusal.CLAIM_LOST, gone: Refusal.CLAIM_LOST}
     assert [_row(app, i).status for i in (mine, stolen, gone)] == ["published", "submitted", "failed"]
+
+
+def test_a_delivery_moves_only_due_queued_rows_with_attempts_left_and_no_published_sibling(app, world, clock):
+    """The deliver move's one statement (a local provider's claim and publish at once) keeps the claim's guards and
+    makes the publish guard's test itself, which the database's trigger does not make for a row written published:
+    a sibling already published, live or archived, keeps the row queued."""
+    from models.actions.archived_keys import ArchivedKey
+
+    due = add_action(app, world, publish_at=clock.now(), thing_id="post-due", target_key="due")
+    later = add_action(app, world, publish_at=clock.now() + timedelta(minutes=5), target_key="later")
+    spent = add_action(app, world, publish_at=clock.now(), target_key="spent")
+    cancelled = add_action(app, world, publish_at=clock.now(), target_key="cancelled")
+    published, _ = _published(app, world, clock)
+    duplicate = add_action(app, world, publish_at=clock.now(), thing_id="post-dup", target_key="dup")
+    archived = add_action(app, world, publish_at=clock.now(), thing_id="post-archived", target_key="archived")
+    _in(app, lambda s: s.execute(update(ScheduledAction.__table__).where(ScheduledAction.__table__.c.id == spent)
+                                 .values(attempt_count=5)))
+    assert _in(app, lambda s: lifecycle.cancel(s, cancelled, kind=CancelKind.PERSON, now=clock.now(), actor=JOB,
+                                               workspace_id=world.workspace_id)).ok
+    publish_a_legacy_sibling_of(app, duplicate)
+    _in(app, lambda s: s.add(ArchivedKey(workspace_id=world.workspace_id, action_type="send_email",
+                                         thing_id="post-archived", target_key="archived", published=True,
+                                         archived_at=clock.now())))
+    other = add_action(app, world, publish_at=clock.now(), target_key="not given")
+    ids = [due, later, spent, cancelled, published, duplicate, archived]
+    moved = _in(app, lambda s: [row.id for row in lifecycle.deliver_batch(s, [(i, f"p-{i}") for i in ids],
+                                                                          now=clock.now(), actor=JOB)])
+    assert moved == [due]
+    assert _row(app, other).status == "queued"
+    assert [_row(app, i).status for i in ids] == ["published", "queued", "queued", "cancelled", "published",
+                                                  "queued", "queued"]
+    assert (_row(app, due).provider_id, _row(app, due).attempt_count) == (f"p-{due}", 1)
+    assert _moves(app, due) == [(None, "queued"), ("queued", "submitted"), ("submitted", "published")]
+    assert _moves(app, duplicate) == _moves(app, archived) == [(None, "queued")]
+    assert (_row(app, spent).attempt_count, _row(app, published).attempt_count) == (5, 1)
+    _still_published(app, published)
 
 
 # -- posts, recurring rules and contacts: each move runs from the status its caller saw ------------------------

@@ -58,6 +58,7 @@ def test_the_table_of_moves_is_the_playbooks_state_machine():
     assert {move: (sorted(s.value for s in src), dst.value) for move, (src, dst) in ALLOWED_MOVES.items()} == {
         Move.CLAIM: (["queued"], "submitted"),
         Move.PUBLISH: (["failed", "submitted"], "published"),
+        Move.DELIVER: (["queued"], "published"),
         Move.FAIL: (["submitted"], "failed"),
         Move.REVERT: (["submitted"], "queued"),
         Move.MISS: (["queued"], "failed"),
