@@ -45,9 +45,9 @@ FLOORS = {
     "timing": {
         "only_mutate": ["models/timing/*"],
         "tests": [UNIT + name for name in (
-            "test_backoff.py", "test_cadence.py", "test_delay.py", "test_drip_rules.py", "test_posting_slots.py",
-            "test_recurrence.py", "test_send_window.py", "test_wall_time.py", "test_works_rules.py",
-            "test_parsers_take_any_input.py")],
+            "test_backoff.py", "test_cadence.py", "test_clock.py", "test_delay.py", "test_drip_rules.py",
+            "test_posting_slots.py", "test_recurrence.py", "test_send_window.py", "test_wall_time.py",
+            "test_works_rules.py", "test_parsers_take_any_input.py")],
     },
 }
 MODULE = re.compile(r"^(.*)\.x[_ǁ]")
