@@ -11,6 +11,7 @@ project's dependencies too (the shared ``.venv`` is never touched)::
     python3 -m venv ../mutmut-venv && ../mutmut-venv/bin/pip install -e '.[test,bench]'
     ../mutmut-venv/bin/python bench/mutmut.py timing            # models/timing/ (2-core box: about an hour)
     ../mutmut-venv/bin/python bench/mutmut.py timing --keep     # keep the copy, to `mutmut show <name>` in it
+    ../mutmut-venv/bin/python bench/mutmut.py timing --only 'models.timing.cadence*'   # some modules' mutants only
     ../mutmut-venv/bin/python bench/mutmut.py --list            # the floors and their tests
 
 The run works in a copy of the checkout (``git ls-files``, plus files not yet committed), as ``bench/mutants.py``
@@ -18,10 +19,13 @@ does: mutmut's ``mutants/`` working tree and its meta files are written there, n
 settings are pyproject's ``[tool.mutmut]`` (whose selection is the ``timing`` floor's); for another floor the copy's
 ``only_mutate`` and test selection are rewritten from ``FLOORS``. It prints the counts per module, the line
 ``docs/reliability.md`` records, and writes each survivor's diff to ``--survivors`` (default
-``/tmp/tickwork-mutmut-<floor>.txt``).
+``/tmp/tickwork-mutmut-<floor>.txt``). ``--only`` (repeatable) takes mutmut's mutant-name globs (a module's,
+``models.timing.wall_time*``, or one mutant's full name, to re-run it): mutmut still mutates the whole floor and maps
+its tests, but runs only the mutants named, and the counts cover those alone.
 """
 
 import argparse
+import fnmatch
 import os
 import re
 import shutil
@@ -41,9 +45,9 @@ FLOORS = {
     "timing": {
         "only_mutate": ["models/timing/*"],
         "tests": [UNIT + name for name in (
-            "test_backoff.py", "test_cadence.py", "test_delay.py", "test_drip_rules.py", "test_posting_slots.py",
-            "test_recurrence.py", "test_send_window.py", "test_wall_time.py", "test_works_rules.py",
-            "test_parsers_take_any_input.py")],
+            "test_backoff.py", "test_cadence.py", "test_clock.py", "test_delay.py", "test_drip_rules.py",
+            "test_posting_slots.py", "test_recurrence.py", "test_send_window.py", "test_wall_time.py",
+            "test_works_rules.py", "test_parsers_take_any_input.py")],
     },
 }
 MODULE = re.compile(r"^(.*)\.x[_ǁ]")
@@ -88,6 +92,8 @@ def main(argv=None) -> int:
     parser.add_argument("--max-children", type=int, default=2, help="mutants run at once (the box has 2 cores)")
     parser.add_argument("--keep", action="store_true", help="keep the copy (its path is printed) to examine survivors")
     parser.add_argument("--survivors", type=Path, help="where the survivors' diffs go")
+    parser.add_argument("--only", action="append", default=[], metavar="GLOB",
+                        help="run only the mutants whose names match (models.timing.cadence*); repeatable")
     args = parser.parse_args(argv)
     if args.list or not args.floor:
         for name, floor in FLOORS.items():
@@ -99,7 +105,7 @@ def main(argv=None) -> int:
         copy = copy_checkout(tmp)
         configure(copy, floor)
         started = time.monotonic()
-        run = subprocess.run([mutmut_bin(), "run", "--max-children", str(args.max_children)], cwd=copy,
+        run = subprocess.run([mutmut_bin(), "run", "--max-children", str(args.max_children), *args.only], cwd=copy,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                              env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
         minutes = (time.monotonic() - started) / 60
@@ -109,6 +115,8 @@ def main(argv=None) -> int:
         by_module: dict[str, Counter] = defaultdict(Counter)
         survivors = []
         for name, status in results(copy):
+            if args.only and not any(fnmatch.fnmatchcase(name, glob) for glob in args.only):
+                continue  # mutated, never run
             module = MODULE.match(name)
             by_module[module.group(1) if module else name][status] += 1
             if status == "survived":
@@ -124,7 +132,8 @@ def main(argv=None) -> int:
             for name in survivors:
                 shown = subprocess.run([mutmut_bin(), "show", name], cwd=copy, capture_output=True, text=True)
                 out.write(f"# {name}\n{shown.stdout}\n")
-        print(f"{args.floor}: {sum(total.values())} mutants, killed {total['killed']}, survived {total['survived']}, "
+        label = args.floor + "".join(f" --only {glob}" for glob in args.only)
+        print(f"{label}: {sum(total.values())} mutants, killed {total['killed']}, survived {total['survived']}, "
               f"timeout {total['timeout']}, no tests {total['no tests']} ({minutes:.0f} min, load "
               f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}); survivors' diffs in {report}")
     finally:

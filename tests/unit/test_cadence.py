@@ -86,6 +86,12 @@ def test_enabling_exactly_on_the_hour_takes_the_following_hour():
     assert grid_for("hourly", at(2026, 6, 1, 12, 0), LONDON).anchor_at == at(2026, 6, 1, 12, 0) + timedelta(hours=1)
 
 
+def test_enabling_with_seconds_on_the_clock_anchors_on_the_whole_hour():
+    now = at(2026, 6, 1, 18, 20, 30, 250_000)  # 14:20:30.25 EDT
+    assert grid_for("hourly", now, NY).anchor_at == at(2026, 6, 1, 19, 0)
+    assert grid_for("daily", now, NY) == calendar("daily", 2026, 6, 1, 15, 0)
+
+
 def test_in_chatham_the_clock_hour_is_the_local_one_at_a_quarter_past_in_utc():
     # 12:50Z is 01:35 +12:45 on 09-27; the next local hour, 02:00, is 13:15Z.
     grid = grid_for("hourly", at(2026, 9, 26, 12, 50), CHATHAM)
@@ -366,6 +372,20 @@ def test_slots_between_includes_start_excludes_end_and_stops_at_the_limit():
     assert slots_between(grid, at(2020, 1, 1), at(2026, 6, 1, 2), NY, limit=10) == [at(2026, 6, 1), at(2026, 6, 1, 1)]
 
 
+def test_a_slot_a_microsecond_before_the_window_is_not_in_it():
+    grid = elapsed("hourly", 2026, 6, 1)
+    start = at(2026, 6, 1, 3) + timedelta(microseconds=1)
+    assert slots_between(grid, start, at(2026, 6, 1, 6), NY, limit=10) == [at(2026, 6, 1, 4), at(2026, 6, 1, 5)]
+
+
+def test_a_preview_of_no_slots_is_empty_and_a_negative_limit_is_refused():
+    grid = elapsed("hourly", 2026, 6, 1)
+    assert slots_between(grid, at(2026, 6, 1, 3), at(2026, 6, 1, 6), NY, limit=0) == []
+    with pytest.raises(ValueError) as refused:
+        slots_between(grid, at(2026, 6, 1, 3), at(2026, 6, 1, 6), NY, limit=-1)
+    assert str(refused.value) == "limit must not be negative, not -1"
+
+
 def test_nothing_precedes_the_anchor():
     daily = calendar("daily", 2026, 6, 10, 9)
     assert slot_at_or_before(daily, at(2026, 6, 10, 12), NY) is None
@@ -393,6 +413,29 @@ def test_a_schedule_anchored_years_ago_costs_what_one_anchored_yesterday_does(mo
         assert next_slot(calendar("daily", anchor_year, 5, anchor_day, 2, 30), now, NY) == at(2026, 6, 2, 6, 30)
         costs[anchor_year] = len(calls)
     # A handful of wall times around now, whatever the anchor's age (a walk would need ~36,500).
+    assert max(costs.values()) <= 5, costs
+
+
+@pytest.mark.parametrize("cadence, anchors, expected", [
+    # Mondays 09:00: five Mondays around now, whatever the anchor's age (a walk from 1926 would need ~5,200).
+    ("weekly", [(1926, 5, 31), (2021, 5, 31), (2026, 5, 25)], at(2026, 6, 1, 13)),
+    # The 15th at 09:00: five months around now (a walk from 1926 would need ~1,200).
+    ("monthly", [(1926, 1, 15), (2021, 3, 15), (2026, 5, 15)], at(2026, 6, 15, 13)),
+])
+def test_a_weekly_or_monthly_schedule_anchored_years_ago_costs_what_a_recent_one_does(monkeypatch, cadence, anchors,
+                                                                                         expected):
+    calls = []
+
+    def counting_resolve(*args):
+        calls.append(args)
+        return resolve_wall_time(*args)
+
+    monkeypatch.setattr(cadence_module, "resolve_wall_time", counting_resolve)
+    costs = {}
+    for anchor in anchors:
+        calls.clear()
+        assert next_slot(calendar(cadence, *anchor, 9, 0), at(2026, 6, 1, 12), NY) == expected
+        costs[anchor] = len(calls)
     assert max(costs.values()) <= 5, costs
 
 
@@ -433,7 +476,25 @@ def test_a_grid_holds_exactly_the_anchor_its_cadence_reads():
 
 def test_an_anchor_at_in_another_offset_is_kept_in_utc():
     plus_two = timezone(timedelta(hours=2))
-    assert Grid(Cadence.HOURLY, anchor_at=datetime(2026, 6, 1, 14, tzinfo=plus_two)).anchor_at == at(2026, 6, 1, 12)
+    grid = Grid(Cadence.HOURLY, anchor_at=datetime(2026, 6, 1, 14, tzinfo=plus_two))
+    # Aware datetimes compare as instants whatever their zone: the zone itself is asked, and the slots read off it.
+    assert grid.anchor_at == at(2026, 6, 1, 12) and grid.anchor_at.tzinfo is UTC
+    assert next_slot(grid, at(2026, 6, 1, 12, 30), NY).isoformat() == "2026-06-01T13:00:00+00:00"
+
+
+@pytest.mark.parametrize("cadence", SEVEN)
+def test_a_grid_with_both_anchors_or_neither_is_refused_naming_the_one_it_reads(cadence):
+    reads = "anchor_at and no anchor_local" if Cadence(cadence).is_elapsed else "anchor_local and no anchor_at"
+    for anchors in ({}, {"anchor_at": at(2026, 6, 1), "anchor_local": datetime(2026, 6, 1)}):
+        with pytest.raises(ValueError) as refused:
+            Grid(Cadence(cadence), **anchors)
+        assert str(refused.value) == f"a {cadence} grid needs {reads}"
+
+
+def test_a_wall_anchor_carrying_a_zone_is_refused_saying_whose_zone_it_is_read_in():
+    with pytest.raises(ValueError) as refused:
+        Grid(Cadence.MONTHLY, anchor_local=at(2026, 6, 1))
+    assert str(refused.value) == "anchor_local is a wall time and must be naive; the zone is the workspace's"
 
 
 @pytest.mark.parametrize("grid", [elapsed("hourly", 2026, 6, 1), calendar("daily", 2026, 6, 1, 9)])
@@ -598,6 +659,35 @@ def test_named_grid_takes_the_named_parts_and_the_rest_from_the_default():
     assert next_slot(daily, now, NY) == datetime(2026, 6, 4, 11, 0, tzinfo=UTC)
     with pytest.raises(ValueError, match="elapsed time"):
         named_grid("hourly", now=now, zone=NY, default_wall=default)
+
+
+def test_a_monthly_named_grid_anchors_on_the_last_such_day_on_or_before_today_in_the_zone():
+    from models.timing.cadence import named_grid
+
+    now = at(2026, 6, 3, 12)  # 08:00 on 3 June in New York
+    default = datetime(2026, 1, 1, 9, 0)
+
+    def anchor(day_of_month=None, when=now):
+        return named_grid("monthly", now=when, zone=NY, default_wall=default, day_of_month=day_of_month).anchor_local
+
+    assert anchor() == datetime(2026, 6, 1, 9, 0)  # the default's day, already come this month
+    assert anchor(3) == datetime(2026, 6, 3, 9, 0)  # today is such a day
+    assert anchor(4) == datetime(2026, 5, 4, 9, 0)  # not yet this month
+    assert anchor(3, when=at(2026, 6, 3, 2)) == datetime(2026, 5, 3, 9, 0)  # 02:00Z is still 2 June in New York
+    with pytest.raises(ValueError) as refused:
+        anchor(32)
+    assert str(refused.value) == "day of month 32 is not from 1 to 31"
+
+
+ORDINALS = ("1st 2nd 3rd 4th 5th 6th 7th 8th 9th 10th 11th 12th 13th 14th 15th 16th 17th 18th 19th 20th 21st 22nd "
+            "23rd 24th 25th 26th 27th 28th 29th 30th 31st").split()
+
+
+@pytest.mark.parametrize("day", range(1, 32))
+def test_every_day_of_the_month_reads_as_its_ordinal_and_only_29_to_31_warn_of_shorter_months(day):
+    shorter = " (the last day in shorter months)" if day >= 29 else ""  # February has 28 days three years in four
+    words = grid_in_words(calendar("monthly", 2026, 1, day, 9))
+    assert words == f"Every month on the {ORDINALS[day - 1]} at 09:00{shorter}"
 
 
 @pytest.mark.parametrize(("grid", "words"), [

@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.timing.wall_time import InvalidTimezone, WallTimeShift, load_zone, resolve_wall_time, to_local
+from models.timing import wall_time
+from models.timing.wall_time import (InvalidTimezone, WallTimeShift, is_known_zone, load_zone, resolve_wall_time,
+                                     to_local)
 
 UTC = timezone.utc
 
@@ -67,6 +69,41 @@ def test_an_ordinary_wall_time_does_not_shift():
 def test_a_garbage_zone_is_refused_with_a_clear_message(zone):
     with pytest.raises(InvalidTimezone, match="not an IANA time zone"):
         resolve_wall_time(date(2026, 5, 20), time(9, 0), zone)
+
+
+@pytest.mark.parametrize("name", ["Europe/Paris", "UTC", "Pacific/Chatham", "Mars/Olympus_Mons", "", "europe/paris",
+                                  "localtime", "Factory", "posixrules", None, 42, ["Europe/Paris"]])
+def test_a_zone_is_known_exactly_when_load_zone_accepts_it(name):
+    """The pages ask is_known_zone() before showing a time: a yes there and a refusal from load_zone() is a 500."""
+    try:
+        load_zone(name)
+    except InvalidTimezone:
+        accepted = False
+    else:
+        accepted = True
+    assert is_known_zone(name) is accepted
+    assert accepted is (name in ("Europe/Paris", "UTC", "Pacific/Chatham"))
+
+
+def test_a_zone_the_system_lists_but_cannot_read_is_refused_naming_it(monkeypatch):
+    def unreadable(name):
+        raise ValueError(f"{name}: bad tzfile")
+
+    monkeypatch.setattr(wall_time, "ZoneInfo", unreadable)
+    with pytest.raises(InvalidTimezone) as refused:
+        load_zone("Europe/Paris")
+    assert str(refused.value) == "'Europe/Paris' is not an IANA time zone name"
+
+
+@pytest.mark.parametrize("day, wall, shift, instant", [
+    (date(2026, 3, 8), time(9, 0), WallTimeShift.NONE, "2026-03-08T13:00:00+00:00"),
+    (date(2026, 3, 8), time(2, 30), WallTimeShift.GAP, "2026-03-08T07:30:00+00:00"),
+    (date(2026, 11, 1), time(1, 30), WallTimeShift.AMBIGUOUS, "2026-11-01T05:30:00+00:00"),
+])
+def test_the_instant_is_in_utc_whatever_the_hosts_zone(host_zone_kolkata, day, wall, shift, instant):
+    resolved = resolve_wall_time(day, wall, "America/New_York")
+    assert resolved.shift is shift
+    assert resolved.instant.isoformat() == instant
 
 
 ZONES = ["America/New_York", "Europe/London", "Australia/Lord_Howe", "Pacific/Chatham", "Asia/Kolkata",
