@@ -44,6 +44,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
+import psycopg
 from sqlalchemy import func, insert, select, text
 
 import clock as bench_clock
@@ -193,7 +194,42 @@ def _pct(values: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(len(ordered) * q))], 3)
 
 
+class AutovacuumOn:
+    """PostgreSQL's autovacuum on for the soak, as a server in service has it, and put back as it was after.
+
+    A server with autovacuum off never analyzes the tables the soak fills: its planner keeps the
+    estimates of empty tables, so a query the dashboard bounds by an index (the health page's
+    newest claims) is planned as a scan of the whole history, and dead rows are never reclaimed.
+    An hour of that measures the server's configuration, not the engine."""
+
+    def __init__(self, pg_admin: str):
+        self.pg_admin, self.was = pg_admin, None
+
+    def __enter__(self):
+        with psycopg.connect(self.pg_admin, autocommit=True) as conn:
+            self.was = conn.execute("SHOW autovacuum").fetchone()[0]
+            if self.was != "on":
+                conn.execute("ALTER SYSTEM SET autovacuum = on")
+                conn.execute("SELECT pg_reload_conf()")
+        return self
+
+    def __exit__(self, *exc):
+        if self.was != "on":
+            with psycopg.connect(self.pg_admin, autocommit=True) as conn:
+                conn.execute("ALTER SYSTEM RESET autovacuum")
+                conn.execute("SELECT pg_reload_conf()")
+
+
 def soak(db: str, pg_admin: str | None, minutes: float, workdir: Path) -> dict:
+    if db != "postgresql":
+        return _soak(db, pg_admin, minutes, workdir)
+    with AutovacuumOn(pg_admin) as autovacuum:
+        result = _soak(db, pg_admin, minutes, workdir)
+    result["autovacuum"] = "on" if autovacuum.was == "on" else f"turned on for the run (the server had {autovacuum.was})"
+    return result
+
+
+def _soak(db: str, pg_admin: str | None, minutes: float, workdir: Path) -> dict:
     database_url = bench_clock.fresh_database(db, pg_admin, workdir)
     queue_url = bench_clock.queue_url_for(db, database_url, workdir)
     here = workdir / db
@@ -402,7 +438,8 @@ def render() -> str:
                   f"Dashboard: {d['dashboard_requests']:,} pages, p50 {d['dashboard_p50_ms']} ms, p95 "
                   f"{d['dashboard_p95_ms']} ms ({d['dashboard_bad']} not 200). Consumer RSS at minute 5 "
                   f"{d['rss_minute_5_mib']} MiB, at the end {d['rss_end_mib']} MiB ({d['rss_growth_after_5_pct']} %). "
-                  f"Database {d['db_start_mib']} MiB after the first minute, {d['db_end_mib']} MiB at the end.", "",
+                  f"Database {d['db_start_mib']} MiB after the first minute, {d['db_end_mib']} MiB at the end."
+                  + (f" Autovacuum: {d['autovacuum']}." if "autovacuum" in d else ""), "",
                   "| minute | sends started | lateness p50 | p99 | drip steps p99 | consumer RSS | database | dashboard p95 |",
                   "|---|---|---|---|---|---|---|---|"]
         for m in d["per_minute"]:
