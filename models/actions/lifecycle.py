@@ -228,10 +228,10 @@ _DELIVERED = dict(attempt_count=_c.attempt_count + 1, claim_token=_ROW_TOKEN, su
                   last_error=None, failure_code=None)
 DELIVER_GIVEN = _statement(Move.DELIVER, Status.QUEUED, due_by(NOW), _ATTEMPTS_LEFT, _NO_PUBLISHED_SIBLING,
                            which=_c.id == _GIVEN.c.id, **_DELIVERED,
-                           provider_id=_GIVEN.c.provider_id).returning(*CLAIMED_COLUMNS)
+                           provider_id=_GIVEN.c.provider_id).returning(_c.id)
 DELIVER_GIVEN_SQLITE = _statement(Move.DELIVER, Status.QUEUED, due_by(NOW), _ATTEMPTS_LEFT, _NO_PUBLISHED_SIBLING,
                                   which=_c.id == _GIVEN_SQLITE.c.id, **_DELIVERED,
-                                  provider_id=_GIVEN_SQLITE.c.provider_id).returning(*CLAIMED_COLUMNS)
+                                  provider_id=_GIVEN_SQLITE.c.provider_id).returning(_c.id)
 # Its two events per row, the claim's then the publish's (PUBLISH_BATCH_EVENTS), so a history reads in order.
 DELIVER_CLAIM_EVENTS = _events_of(Status.QUEUED, Status.SUBMITTED, cast(null(), String), ids_in(_c.id, "published_ids"))
 
@@ -456,9 +456,9 @@ def deliver_batch(session: Session, delivered: list[tuple[int, str | None]], *, 
     """queued → published for each ``(action_id, provider_id)`` a local provider has just delivered in this
     transaction: one UPDATE, and the claim's and the publish's events in a statement each.
 
-    The same guards as :func:`claim` and the publish guard's test; the rows it returns (with
-    :data:`CLAIMED_COLUMNS`, as they now are) are the ones it moved. A row left out changed
-    nothing, and its delivery must not stand: the caller undoes the transaction (or its
+    The same guards as :func:`claim` and the publish guard's test; it returns the ids of the rows
+    it moved, in order (the caller read the rows under its lock just before). A row left out
+    changed nothing, and its delivery must not stand: the caller undoes the transaction (or its
     savepoint) and claims the rows one by one to learn why.
     """
     if not delivered:
@@ -467,16 +467,16 @@ def deliver_batch(session: Session, delivered: list[tuple[int, str | None]], *, 
     params = {"now": now, "max_attempts": max_attempts, "token_base": uuid.uuid4().hex[:TOKEN_BASE_LENGTH] + ".",
               "given": json.dumps([{"id": action_id, "token": None, "provider_id": provider_id}
                                    for action_id, provider_id in delivered])}
-    rows = session.execute(statement, params).all()
-    if rows:
-        moved = {"published_ids": sorted(row.id for row in rows), "now": now, **_actor_params(actor)}
-        session.execute(DELIVER_CLAIM_EVENTS, moved)
-        session.execute(PUBLISH_BATCH_EVENTS, moved)
-    for row in rows:
-        loaded = session.identity_map.get(session.identity_key(ScheduledAction, row.id))
+    moved = sorted(session.scalars(statement, params))
+    if moved:
+        events = {"published_ids": moved, "now": now, **_actor_params(actor)}
+        session.execute(DELIVER_CLAIM_EVENTS, events)
+        session.execute(PUBLISH_BATCH_EVENTS, events)
+    for action_id in moved:
+        loaded = session.identity_map.get(session.identity_key(ScheduledAction, action_id))
         if loaded is not None:
             session.expire(loaded)
-    return rows
+    return moved
 
 
 def _accepted(provider_id: str | None) -> str:

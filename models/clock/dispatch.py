@@ -1044,10 +1044,9 @@ def _delivered_at_once(session, rows: list, channels: dict, context: DispatchCon
         savepoint.rollback()
         return None
     savepoint.commit()
-    provider_ids = {row.id: result.provider_id for row, result in zip(rows, sent)}
-    results = {row.id: DispatchResult(row.id, DispatchOutcome.PUBLISHED) for row in moved}
+    results = {row.id: DispatchResult(row.id, DispatchOutcome.PUBLISHED) for row in rows}
     results.update(_published_with_follow_ups(session, context.hooks,
-                                              [(row, provider_ids[row.id]) for row in moved], now, actor))
+                                              [(row, result.provider_id) for row, result in zip(rows, sent)], now, actor))
     return results
 
 
