@@ -115,9 +115,9 @@ class LockAfterAnOutcome:
         if statement.lstrip().upper().startswith("UPDATE SCHEDULED_ACTIONS") and "provider_id" in statement:
             self.outcome_written.value = True
 
-    def committed(self, _session):
-        if not getattr(self.outcome_written, "value", False):
-            return
+    def committed(self, session):
+        if session.in_nested_transaction() or not getattr(self.outcome_written, "value", False):
+            return  # a savepoint released inside the transaction is not its commit
         self.outcome_written.value = False
         self.outcomes += 1
         if self.taken_at is not None or self.outcomes < self.after:
