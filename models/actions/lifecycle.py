@@ -280,11 +280,17 @@ _LOOK = select(ScheduledAction).where(ScheduledAction.id == bindparam("action_id
 # -- how a move runs -------------------------------------------------------------------------
 
 
+def _expire_loaded(session: Session, action_ids) -> None:
+    """Expire the session's copies of rows a statement just moved behind its back, so they are read afresh."""
+    for action_id in action_ids:
+        loaded = session.identity_map.get(session.identity_key(ScheduledAction, action_id))
+        if loaded is not None:
+            session.expire(loaded)
+
+
 def _as_action(session: Session, row) -> ScheduledAction:
     """The updated row as a detached ScheduledAction; a stale copy in the session is expired."""
-    loaded = session.identity_map.get(session.identity_key(ScheduledAction, row.id))
-    if loaded is not None:
-        session.expire(loaded)
+    _expire_loaded(session, [row.id])
     return ScheduledAction(**row._mapping)
 
 
@@ -392,10 +398,7 @@ def claim_many(session: Session, action_ids: list[int], *, now: datetime, actor:
     if rows:
         session.execute(_EVENT, [_event(row.id, Status.QUEUED, Status.SUBMITTED, now=now, actor=actor, reason=None)
                                  for row in rows])
-    for row in rows:
-        loaded = session.identity_map.get(session.identity_key(ScheduledAction, row.id))
-        if loaded is not None:
-            session.expire(loaded)
+    _expire_loaded(session, [row.id for row in rows])
     return rows
 
 
@@ -420,10 +423,7 @@ def claim_batch(session: Session, action_ids: list[int], *, now: datetime, actor
     rows = _guarded_execute(session, CLAIM_BATCH, params, many=True)
     if rows:
         session.execute(CLAIM_BATCH_EVENTS, {**params, **_actor_params(actor)})
-    for row in rows:
-        loaded = session.identity_map.get(session.identity_key(ScheduledAction, row.id))
-        if loaded is not None:
-            session.expire(loaded)
+    _expire_loaded(session, [row.id for row in rows])
     return rows
 
 
@@ -472,10 +472,7 @@ def deliver_batch(session: Session, delivered: list[tuple[int, str | None]], *, 
         events = {"published_ids": moved, "now": now, **_actor_params(actor)}
         session.execute(DELIVER_CLAIM_EVENTS, events)
         session.execute(PUBLISH_BATCH_EVENTS, events)
-    for action_id in moved:
-        loaded = session.identity_map.get(session.identity_key(ScheduledAction, action_id))
-        if loaded is not None:
-            session.expire(loaded)
+    _expire_loaded(session, moved)
     return moved
 
 
