@@ -17,10 +17,15 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 from werkzeug.serving import make_server
 
 from models.timing.clock import FrozenClock
 from tests.conftest import ROOT, T0, TEST_SECRET, make_world, migrate
+
+# A page's answer waits behind the other workers' tests on a two-core box: an assertion that the
+# page shows something waits up to 15 s for it, not Playwright's 5 s, and still fails if it never comes.
+expect.set_options(timeout=15_000)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
