@@ -31,6 +31,7 @@ from common import ROOT, SECRET, machine, make_app, record, recorded, tickwork, 
 
 import argparse
 import json
+import os
 import re
 import signal
 import statistics
@@ -273,6 +274,7 @@ def _soak(db: str, pg_admin: str | None, minutes: float, workdir: Path) -> dict:
         while time.monotonic() < deadline and _due_left(app):
             time.sleep(1)
         result["statuses"] = _statuses(app)
+        result["due_left"] = _due_left(app)
     finally:
         if serve is not None:
             serve.send_signal(signal.SIGTERM)
@@ -394,7 +396,8 @@ def _load(app, api: Api, person: Person, ids: dict, features: dict, rate: float,
                                "drip_p99": _pct(late.get("drip", []), 0.99),
                                "rss_mib": round(bench_clock.rss_kib(pid) / 1024, 1),
                                "db_mib": round(_database_size(database_url) / 2**20, 1),
-                               "dashboard_p95_ms": round((_pct(window, 0.95) or 0) * 1000)})
+                               "dashboard_p95_ms": round((_pct(window, 0.95) or 0) * 1000),
+                               "load": round(os.getloadavg()[0], 1)})
             print(json.dumps(per_minute[-1]), flush=True)
     finally:
         stop.set()
@@ -410,7 +413,7 @@ def _load(app, api: Api, person: Person, ids: dict, features: dict, rate: float,
             "dashboard_p95_ms": round((_pct(pages, 0.95) or 0) * 1000),
             "dashboard_p50_ms": round((_pct(pages, 0.5) or 0) * 1000),
             "lateness_p99_worst_minute": max(late_all) if late_all else None,
-            "lateness_p99_median_minute": statistics.median(late_all) if late_all else None,
+            "lateness_p99_median_minute": round(statistics.median(late_all), 3) if late_all else None,
             "rss_minute_5_mib": warm, "rss_end_mib": per_minute[-1]["rss_mib"],
             "rss_growth_after_5_pct": round((per_minute[-1]["rss_mib"] - warm) / warm * 100, 1),
             "db_start_mib": per_minute[0]["db_mib"], "db_end_mib": per_minute[-1]["db_mib"]}
@@ -421,12 +424,13 @@ def _load(app, api: Api, person: Person, ids: dict, features: dict, rate: float,
 
 def render() -> str:
     stored = recorded(RESULTS)
-    lines = [f"`bench/soak.py`. Machine: {machine()}; PostgreSQL 15 on the same box (fsync on), SQLite in WAL mode, "
-             "the box shared with other work. Measured: " + when_measured(stored) + ".", "",
+    lines = [f"`bench/soak.py`. Machine: {machine()}; PostgreSQL 15 on the same box (fsync on), SQLite in WAL mode. "
+             "Measured: " + when_measured(stored) + ".", "",
              __doc__.split("\n\n", 2)[2].split("\n\n")[0].strip(), ""]
     for key in sorted(stored):
         d = stored[key]
         got = d["webhooks_received"]
+        loads = [m["load"] for m in d["per_minute"] if "load" in m]
         lines += [f"### {d['db']}", "",
                   f"Capacity at the start: {d['capacity_per_s']} webhooks/s; load: {d['rate_per_s']}/s "
                   f"({d['rate_per_min']:,} a minute) for {d['minutes']} minutes from {d['began']}. Generated: "
@@ -434,17 +438,23 @@ def render() -> str:
                   f"{d['generated']['enrollments']:,} enrollments, {d['generated']['work_runs']} work runs "
                   f"({d['api_errors']} API errors). Webhooks received {got['received']:,} ({got['distinct']:,} "
                   f"distinct, {got['twice']} twice); emails {d['emails_received']:,}. Rows at the end: "
-                  + ", ".join(f"{k} {v:,}" for k, v in sorted(d["statuses"].items())) + ".", "",
+                  + ", ".join(f"{k} {v:,}" for k, v in sorted(d["statuses"].items()))
+                  + (f"; due and not settled when the bench stopped waiting for them (up to five minutes after the load):"
+                     f" {d['due_left']:,}." if "due_left" in d else "."), "",
                   f"Dashboard: {d['dashboard_requests']:,} pages, p50 {d['dashboard_p50_ms']} ms, p95 "
                   f"{d['dashboard_p95_ms']} ms ({d['dashboard_bad']} not 200). Consumer RSS at minute 5 "
                   f"{d['rss_minute_5_mib']} MiB, at the end {d['rss_end_mib']} MiB ({d['rss_growth_after_5_pct']} %). "
                   f"Database {d['db_start_mib']} MiB after the first minute, {d['db_end_mib']} MiB at the end."
-                  + (f" Autovacuum: {d['autovacuum']}." if "autovacuum" in d else ""), "",
-                  "| minute | sends started | lateness p50 | p99 | drip steps p99 | consumer RSS | database | dashboard p95 |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  + (f" Autovacuum: {d['autovacuum']}." if "autovacuum" in d else "")
+                  + (f" The box's load average (1 min) read each minute: {min(loads)} to {max(loads)}." if loads
+                     else " The box's load was not recorded in this run."), "",
+                  "| minute | sends started | lateness p50 | p99 | drip steps p99 | consumer RSS | database | dashboard p95 |"
+                  + (" box load |" if loads else ""),
+                  "|---|---|---|---|---|---|---|---|" + ("---|" if loads else "")]
         for m in d["per_minute"]:
-            lines.append(f"| {m['minute']} | {m['sent']:,} | {m['p50']} s | {m['p99']} s | {m['drip_p99']} s | "
-                         f"{m['rss_mib']} MiB | {m['db_mib']} MiB | {m['dashboard_p95_ms']} ms |")
+            lines.append(f"| {m['minute']} | {m['sent']:,} | {_seconds(m['p50'])} | {_seconds(m['p99'])} | "
+                         f"{_seconds(m['drip_p99'])} | {m['rss_mib']} MiB | {m['db_mib']} MiB | {m['dashboard_p95_ms']} ms |"
+                         + (f" {m.get('load', '–')} |" if loads else ""))
         lines.append("")
     lines += ["### Against the targets", ""]
     for key in sorted(stored):
@@ -452,8 +462,14 @@ def render() -> str:
         lines.append(f"- {d['db']}: consumer RSS growth after the first five minutes under 10 %: "
                      f"{'met' if d['rss_growth_after_5_pct'] < 10 else 'missed'} ({d['rss_growth_after_5_pct']} %); "
                      f"no webhook twice: {'met' if d['webhooks_received']['twice'] == 0 else 'missed'}; lateness p99, "
-                     f"median minute {d['lateness_p99_median_minute']} s, worst {d['lateness_p99_worst_minute']} s.")
+                     f"median minute {_seconds(d['lateness_p99_median_minute'])}, worst "
+                     f"{_seconds(d['lateness_p99_worst_minute'])}.")
     return "\n".join(lines)
+
+
+def _seconds(value: float | None) -> str:
+    """A lateness as the table shows it: a dash for a minute in which no send started."""
+    return "–" if value is None else f"{round(value, 3)} s"
 
 
 def main() -> None:
