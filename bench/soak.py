@@ -271,10 +271,12 @@ def _soak(db: str, pg_admin: str | None, minutes: float, workdir: Path) -> dict:
                       rate_per_min=round(rate * 60))
         # Let the last minute's rows go out, then count what the receivers saw.
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and _due_left(app):
+        left = _due_left(app)
+        while left and time.monotonic() < deadline:
             time.sleep(1)
+            left = _due_left(app)
         result["statuses"] = _statuses(app)
-        result["due_left"] = _due_left(app)
+        result["due_left"] = left
     finally:
         if serve is not None:
             serve.send_signal(signal.SIGTERM)

@@ -220,13 +220,13 @@ def test_smtp_to_a_closed_port_and_to_ports_that_talk_says_the_same_words_withou
     finally:
         for talker in talkers:
             talker.stop()
-    words = {result.message.replace(str(port), "PORT") for result, port in zip(results, ports)}
-    assert words == {"could not reach the relay at 127.0.0.1:PORT; nothing was sent, so it will be tried again"}
+    # The port masked: it differs by server, and a port number may itself hold "554".
+    said = [result.message.replace(str(port), "PORT") for result, port in zip(results, ports)]
+    assert set(said) == {"could not reach the relay at 127.0.0.1:PORT; nothing was sent, so it will be tried again"}
     assert {result.outcome for result in results} == {SendOutcome.NOT_SENT}
-    for result, port in zip(results, ports):
-        said = result.message.replace(str(port), "PORT")  # a port number may itself hold "554"
+    for message in said:
         for leaked in ("SSH", "OpenSSH", "bastion", "Postfix", "internal", "554", "HTTP", "refused"):
-            assert leaked not in said
+            assert leaked not in message
 
 
 # -- the works pipeline ---------------------------------------------------------------------
