@@ -394,9 +394,7 @@ class _Connection(smtplib.SMTP):
         super().__init__(**options)
 
     def _get_socket(self, host, port, timeout):
-        sock = connect_socket(host, port, self.deadline.remaining())  # the egress policy's check, then connect
-        sock.settimeout(self.deadline.remaining())
-        return sock
+        return _connected(host, port, self.deadline)
 
 
 class _SslConnection(smtplib.SMTP_SSL):
@@ -407,8 +405,24 @@ class _SslConnection(smtplib.SMTP_SSL):
         super().__init__(**options)
 
     def _get_socket(self, host, port, timeout):
-        sock = connect_socket(host, port, self.deadline.remaining())  # the egress policy's check, then connect
-        sock.settimeout(self.deadline.remaining())
-        sock = self.context.wrap_socket(sock, server_hostname=self._host)
-        sock.settimeout(self.deadline.remaining())
+        sock = self.context.wrap_socket(_connected(host, port, self.deadline), server_hostname=self._host)
+        try:
+            sock.settimeout(self.deadline.remaining())
+        except TimeoutError:
+            sock.close()
+            raise
         return sock
+
+
+def _connected(host: str, port: int, deadline: _Deadline) -> socket.socket:
+    """A socket connected through the egress policy's check, waiting only for what is left of ``deadline``.
+
+    smtplib keeps the socket only once this returns: a deadline that passes in between closes it here.
+    """
+    sock = connect_socket(host, port, deadline.remaining())
+    try:
+        sock.settimeout(deadline.remaining())
+    except TimeoutError:
+        sock.close()
+        raise
+    return sock
