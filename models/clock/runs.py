@@ -7,15 +7,12 @@ its error when it ends. Each write is its own short transaction.
 
 import logging
 import time
-from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import Session
 
-from models.actions.tables import ActionEvent
 from models.clock.tables import ClockRun
 from models.core.database import write_session
 from models.timing.clock import Clock
@@ -73,26 +70,3 @@ def run_recorded(kind: str, body: Callable[[int], dict], *, clock: Clock, engine
     summary["duration_ms"] = round((time.monotonic() - started) * 1000)
     finish_run(run_id, now=clock.now(), summary=summary, engine=engine)
     return {"clock_run_id": run_id, "kind": kind, **summary}
-
-
-def run_event_counts(session: Session, run_id: int) -> dict:
-    """What the rows a run dispatched became, from their events: moves per target status.
-
-    A fanned-out tick learns its outcomes only from its dispatch tasks, which record them
-    as events carrying the run's id; ``claimed`` against the summary's ``dispatched`` gives
-    how many hand-offs were skipped (their row was gone, cancelled or already claimed).
-    """
-    rows = session.execute(
-        select(ActionEvent.to_status, ActionEvent.from_status, func.count())
-        .where(ActionEvent.clock_run_id == run_id)
-        .group_by(ActionEvent.to_status, ActionEvent.from_status)
-    ).all()
-    counts: Counter = Counter()
-    for to_status, from_status, n in rows:
-        if to_status == "submitted":
-            counts["claimed"] += n
-        elif to_status == "queued" and from_status == "submitted":
-            counts["reverted"] += n
-        else:
-            counts[to_status] += n
-    return dict(counts)

@@ -4,14 +4,13 @@ import json
 import threading
 from datetime import timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from werkzeug import Response
 
 from models.accounts.tables import Role
 from models.actions import lifecycle
 from models.actions.tables import ActionEvent, ScheduledAction
 from models.clock.tables import ClockRun
-from models.clock.runs import run_event_counts
 from models.core.database import read_session, write_session
 from models.core.moves import Actor
 from models.channels.outbox import OutboxEntry
@@ -69,7 +68,9 @@ def test_a_tick_records_its_run_and_the_events_name_it(app, workspace):
         assert run.kind == "tick" and run.finished_at is not None and run.error is None
         assert run.summary["due"] == 2 and run.summary["outcomes"] == {"published": 2}
         assert {"recovered", "missed", "dispatched", "duration_ms"} <= set(run.summary)
-        assert run_event_counts(session, run.id) == {"claimed": 2, "published": 2}
+        moved = session.execute(select(ActionEvent.to_status, func.count()).where(ActionEvent.clock_run_id == run.id)
+                                .group_by(ActionEvent.to_status)).all()
+        assert dict(moved) == {"submitted": 2, "published": 2}
     for action_id in ids:
         moves = [(e.to_status, e.clock_run_id) for e in events(app, action_id)]
         assert moves == [("queued", None), ("submitted", run.id), ("published", run.id)]
@@ -284,3 +285,135 @@ def test_the_ticks_batches_walk_every_due_row_once_in_publish_at_then_id_order_a
             cursor = (batch[-1][1], batch[-1][0])
     assert len(expected) == 8 and set(spread) <= {ident for ident, _ in expected}
     assert walked == expected
+
+
+def test_recovery_alone_fails_only_rows_past_the_timeout_and_records_a_recover_run_naming_them(app, clock, workspace):
+    """``tickwork recover``: the tick's first step on its own, recorded as a run of its own kind."""
+    from jobs.clock import recover_once
+
+    lost_id, fresh_id = add_actions(app, workspace, 2)
+    claim_and_abandon(app, lost_id)
+    clock.advance(minutes=11)
+    claim_and_abandon(app, fresh_id)
+    with app.app_context():
+        summary = recover_once()
+    assert summary["kind"] == "recover" and summary["recovered"] == 1 and summary["duration_ms"] >= 0
+    with app.app_context(), read_session() as session:
+        run = session.get(ClockRun, summary["clock_run_id"])
+        assert run.kind == "recover" and run.finished_at == clock.now() and run.error is None
+        assert run.summary == {"recovered": 1, "duration_ms": summary["duration_ms"]}
+    assert row(app, lost_id).status == "failed" and row(app, lost_id).failure_code == "worker_lost"
+    assert events(app, lost_id)[-1].clock_run_id == run.id
+    assert row(app, fresh_id).status == "submitted" and outbox(app) == []
+
+
+def test_a_hand_over_marker_is_recorded_on_its_own_tick_once_that_tick_has_written_its_summary(app, clock):
+    """The marker a consumer takes behind a tick's tasks: False while that tick is still running (asked again
+    later), True once it has finished; recorded only on a tick that hands over, whatever other runs say."""
+    from models.clock.runs import HAND_OVER_TAKEN, finish_run, mark_hand_over_taken, start_run
+
+    def summary_of(run_id):
+        with app.app_context(), read_session() as session:
+            return session.scalar(select(ClockRun.summary).where(ClockRun.id == run_id))
+
+    with app.app_context():
+        finished = start_run("tick", now=clock.now())
+        finish_run(finished, now=clock.now(), summary={"due": 3})
+        running = start_run("tick", now=clock.now())
+        assert mark_hand_over_taken(running) is False  # its summary is not written yet
+        finish_run(running, now=clock.now(), summary={"due": 0})
+        assert mark_hand_over_taken(running) is True and summary_of(running) == {"due": 0}
+        handing = start_run("tick", now=clock.now())
+        finish_run(handing, now=clock.now(), summary={"due": 2, HAND_OVER_TAKEN: False})
+        assert mark_hand_over_taken(handing) is True
+        assert mark_hand_over_taken(handing) is True
+    assert summary_of(handing) == {"due": 2, HAND_OVER_TAKEN: True}
+    assert summary_of(finished) == {"due": 3}
+
+
+def test_a_tick_goes_on_after_the_latest_finished_ticks_hand_over_only_while_its_marker_waits_and_is_recent(app, clock):
+    """Where a fanned-out tick starts (``earlier_hand_over``), read from the runs table as the ticks left it:
+    after the last finished tick's cursor, as long as that hand-over's marker has not been taken and both runs
+    started within the recovery timeout; from the first due row otherwise."""
+    from models.clock.runs import HAND_OVER_TAKEN, finish_run, start_run
+    from models.clock.tick import earlier_hand_over
+
+    through = [clock.now().isoformat(), 7]
+
+    def run(kind, summary=None, *, started=None):
+        with app.app_context():
+            run_id = start_run(kind, now=started or clock.now())
+            if summary is not None:
+                finish_run(run_id, now=clock.now(), summary=summary)
+            return run_id
+
+    def goes_on_after(current):
+        with app.app_context(), read_session() as session:
+            return earlier_hand_over(session, current, clock.now(), runtime().policy)
+
+    def waiting(marker):
+        return {"handed_through": through, "hand_over_run": marker}
+
+    older = run("tick", {"handed_through": [clock.now().isoformat(), 3], "hand_over_run": None})
+    marker = run("tick", {HAND_OVER_TAKEN: False, "handed_through": None, "hand_over_run": None})
+    tied = run("tick", {"handed_through": [clock.now().isoformat(), 5], "hand_over_run": marker})
+    last = run("tick", waiting(marker))
+    # A later tick whose id is higher but which started earlier (clocks of two hosts) is not the latest.
+    run("tick", {"handed_through": [clock.now().isoformat(), 9], "hand_over_run": marker},
+        started=clock.now() - timedelta(seconds=30))
+    run("reconcile", {"minted": 0})  # another job's run, newer
+    run("tick")  # a tick that never finished (its consumer died)
+    current = run("tick")  # this tick, not finished
+    run("tick", {"handed_through": [clock.now().isoformat(), 11], "hand_over_run": marker})  # started after it
+    expected = ((clock.now(), 7), marker)
+    assert goes_on_after(current) == expected
+    assert older < tied < last < current
+    # A tick that handed nothing over, or whose summary names no marker, leaves nothing to go on after.
+    with app.app_context(), write_session() as session:
+        session.execute(update(ClockRun).where(ClockRun.id == last).values(
+            summary={"handed_through": through, "hand_over_run": None}))
+    assert goes_on_after(current) is None
+    with app.app_context(), write_session() as session:
+        session.execute(update(ClockRun).where(ClockRun.id == last).values(summary=waiting(marker)))
+    # The marker has been taken, or is a run that never said: the queue has caught up.
+    with app.app_context(), write_session() as session:
+        session.execute(update(ClockRun).where(ClockRun.id == marker).values(summary={HAND_OVER_TAKEN: True}))
+    assert goes_on_after(current) is None
+    with app.app_context(), write_session() as session:
+        session.execute(update(ClockRun).where(ClockRun.id == marker).values(summary={"due": 0}))
+    assert goes_on_after(current) is None
+    with app.app_context(), write_session() as session:
+        session.execute(update(ClockRun).where(ClockRun.id == marker).values(summary={HAND_OVER_TAKEN: False}))
+    assert goes_on_after(current) == expected
+    # Both runs count only while they started within the recovery timeout (ten minutes), its last instant included.
+    clock.advance(minutes=10)
+    assert goes_on_after(current) == expected
+    with app.app_context(), write_session() as session:
+        session.execute(update(ClockRun).where(ClockRun.id == marker).values(
+            started_at=clock.now() - timedelta(minutes=11)))
+    assert goes_on_after(current) is None
+    with app.app_context(), write_session() as session:
+        session.execute(update(ClockRun).where(ClockRun.id == marker).values(
+            started_at=clock.now() - timedelta(minutes=10)))
+        session.execute(update(ClockRun).where(ClockRun.id == last).values(
+            started_at=clock.now() - timedelta(minutes=11)))
+    assert goes_on_after(current) == ((clock.now() - timedelta(minutes=10), 5), marker)  # ``tied`` is the latest now
+
+
+def test_rows_due_before_the_next_tick_are_read_in_publish_at_then_id_order_with_their_due_time(app, clock, workspace):
+    """``due_ahead``: what a fanned-out tick hands over with an eta, in the order they fall due (rows added in
+    another order), each due at its publish_at or, for a retry, its next attempt."""
+    from models.clock.tick import due_ahead
+
+    last, tied_first, tied_second = (add_actions(app, workspace, 1, due_in=timedelta(seconds=s), thing_prefix=p)[0]
+                                     for s, p in ((50, "last"), (20, "tied-1"), (20, "tied-2")))
+    (retried,) = add_actions(app, workspace, 1, due_in=timedelta(seconds=-5), thing_prefix="retried")
+    (now_due,) = add_actions(app, workspace, 1, thing_prefix="now")
+    retry_at = clock.now() + timedelta(seconds=40)
+    with app.app_context(), write_session() as session:
+        session.execute(update(ScheduledAction).where(ScheduledAction.id == retried).values(next_attempt_at=retry_at))
+    with app.app_context(), read_session() as session:
+        ahead = list(due_ahead(session, clock.now(), clock.now() + timedelta(minutes=1)))
+    assert ahead == [(retried, retry_at), (tied_first, clock.now() + timedelta(seconds=20)),
+                     (tied_second, clock.now() + timedelta(seconds=20)), (last, clock.now() + timedelta(seconds=50))]
+    assert now_due not in [ident for ident, _ in ahead]
