@@ -3,7 +3,6 @@
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select
-from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from models.core.database import write_session
@@ -12,9 +11,9 @@ from models.clock.tables import ConsumerHeartbeat
 HEARTBEAT_INTERVAL = timedelta(seconds=10)
 
 
-def beat(name: str, *, host: str, pid: int, started_at: datetime, now: datetime, engine: Engine | None = None) -> None:
+def beat(name: str, *, host: str, pid: int, started_at: datetime, now: datetime) -> None:
     """Record that consumer ``name`` (host:pid) is alive now."""
-    with write_session(engine) as session:
+    with write_session() as session:
         row = session.get(ConsumerHeartbeat, name)
         if row is None:
             session.add(ConsumerHeartbeat(name=name, host=host, pid=pid, started_at=started_at, beat_at=now))
@@ -23,9 +22,9 @@ def beat(name: str, *, host: str, pid: int, started_at: datetime, now: datetime,
             row.started_at = started_at
 
 
-def forget(name: str, *, engine: Engine | None = None) -> None:
+def forget(name: str) -> None:
     """Remove a consumer's row when it stops cleanly."""
-    with write_session(engine) as session:
+    with write_session() as session:
         session.execute(delete(ConsumerHeartbeat).where(ConsumerHeartbeat.name == name))
 
 

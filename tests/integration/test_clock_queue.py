@@ -226,12 +226,15 @@ def test_consumer_heartbeats_are_written_and_read_back(app, clock):
         clock.advance(seconds=5)
         beat("box:1", host="box", pid=1, started_at=clock.now() - timedelta(seconds=5), now=clock.now())
         beat("box:2", host="box", pid=2, started_at=clock.now(), now=clock.now() - timedelta(minutes=5))
+        beat("box:3", host="box", pid=3, started_at=clock.now(), now=clock.now() - timedelta(seconds=30))
+        beat("box:4", host="box", pid=4, started_at=clock.now(), now=clock.now() - timedelta(seconds=12))
         with read_session() as session:
             live = live_consumers(session, clock.now())
-            assert [h.name for h in live] == ["box:1"] and live[0].beat_at == clock.now()
+            # Most recent first; a beat exactly three intervals old still counts, an older one does not.
+            assert [h.name for h in live] == ["box:1", "box:4", "box:3"] and live[0].beat_at == clock.now()
         forget("box:1")
         with read_session() as session:
-            assert live_consumers(session, clock.now()) == []
+            assert [h.name for h in live_consumers(session, clock.now())] == ["box:4", "box:3"]
 
 
 def test_a_queue_outage_does_not_fail_the_write_that_made_a_row_due_soon(app_config, clock):
