@@ -89,7 +89,13 @@ def test_a_full_concurrency_cap_holds_a_row_for_a_second_counted_across_every_co
         assert lifecycle.claim(session, in_flight, now=clock.now(), actor=Actor.job("elsewhere")).ok
     assert dispatch(app, [waiting], clock)[0] == ["held:concurrency"]
     assert row(app, waiting).next_attempt_at == clock.now() + timedelta(seconds=1)
+    assert "held: channel main already has 1 send(s) in flight, its limit" in events(app, waiting)[-1].reason
     assert len(httpserver.log) == 0
+    # Only the channel's own rows in flight count: not another channel's, nor its rows still queued.
+    make_channel(app, "webhook", {"url": httpserver.url_for("/hook"), "concurrency": 1}, name="second")
+    first, behind = add_actions(app, workspace_id, 2, channel="second", thing_prefix="second")
+    assert dispatch(app, [first], clock)[0] == ["published"]
+    assert row(app, behind).status == "queued" and len(httpserver.log) == 1
 
 
 def test_a_retry_after_pauses_the_channel_for_every_row_not_only_the_one_that_got_it(app, clock, httpserver):
@@ -110,7 +116,11 @@ def test_a_retry_after_pauses_the_channel_for_every_row_not_only_the_one_that_go
     assert [after[i].attempt_count for i in ids[1:]] == [0, 0]
     assert {after[i].next_attempt_at for i in ids[1:]} == {start + timedelta(seconds=120)}
     with app.app_context(), read_session() as session:
-        assert session.get(ChannelThrottle, after[ids[0]].channel_id).paused_until == start + timedelta(seconds=120)
+        throttle = session.get(ChannelThrottle, after[ids[0]].channel_id)
+        assert throttle.paused_until == start + timedelta(seconds=120)
+        reason = f"the webhook endpoint answered 429, try later: slow down (action {ids[0]})"
+        assert throttle.pause_reason == reason
+    assert events(app, ids[1])[-1].reason == f"paused until 12:02:00Z by its provider ({reason}); not an attempt"
     clock.advance(seconds=119)
     assert tick(app)["due"] == 0
     clock.advance(seconds=1)
