@@ -1,4 +1,4 @@
-"""The general mutation run: mutmut 3.8.1 over one floor of the domain, with the unit tests that exercise it.
+"""The general mutation run: mutmut 3.8.1 over one floor of the domain, with the tests that exercise it.
 
 Where ``bench/mutants.py`` removes the guards' predicates one at a time, this runs a general tool over every line of
 a floor: mutmut rewrites each function many ways (operators, constants, arguments, return values) and runs the tests
@@ -12,6 +12,7 @@ project's dependencies too (the shared ``.venv`` is never touched)::
     ../mutmut-venv/bin/python bench/mutmut.py timing            # models/timing/ (2-core box: about an hour)
     ../mutmut-venv/bin/python bench/mutmut.py timing --keep     # keep the copy, to `mutmut show <name>` in it
     ../mutmut-venv/bin/python bench/mutmut.py timing --only 'models.timing.cadence*'   # some modules' mutants only
+    ../mutmut-venv/bin/python bench/mutmut.py clock             # models/clock/ with its integration tests, SQLite
     ../mutmut-venv/bin/python bench/mutmut.py --list            # the floors and their tests
 
 The run works in a copy of the checkout (``git ls-files``, plus files not yet committed), as ``bench/mutants.py``
@@ -41,6 +42,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from mutants import copy_checkout  # noqa: E402  (the guard run's copy of the checkout)
 
 UNIT = "tests/unit/"
+INTEGRATION = "tests/integration/"
+WEB = "tests/web/"
 FLOORS = {
     "timing": {
         "only_mutate": ["models/timing/*"],
@@ -48,6 +51,21 @@ FLOORS = {
             "test_backoff.py", "test_cadence.py", "test_clock.py", "test_delay.py", "test_drip_rules.py",
             "test_posting_slots.py", "test_recurrence.py", "test_send_window.py", "test_wall_time.py",
             "test_works_rules.py", "test_parsers_take_any_input.py")],
+    },
+    # The engine's clock: its tests are integration tests on SQLite (a migrated file copied per test, migrated once
+    # for the whole run), the ones that spawn processes left out (``slow``: each would start several interpreters for
+    # every mutant it covers); the providers that are asked what became of a send (settling), and the queue page's
+    # throttled channels (pacing).
+    "clock": {
+        "only_mutate": ["models/clock/*"],
+        "tests": [INTEGRATION + name for name in (
+            "test_clock_tick.py", "test_clock_queue.py", "test_dispatch_chunks.py", "test_provider_outcomes.py",
+            "test_channel_limits.py", "test_idempotency_keys.py", "test_guards_alone.py", "test_guards_bite.py",
+            "test_clock_rollup.py", "test_lifecycle.py", "test_publish_guard.py", "test_postmark_lookup.py",
+            "test_bluesky.py")]
+        + [WEB + "test_pages.py::test_the_queue_shows_a_throttled_channel_and_how_far_behind_it_is"],
+        "args": ["-m", "not slow"],
+        "database": True,
     },
 }
 MODULE = re.compile(r"^(.*)\.x[_ǁ]")
@@ -68,9 +86,24 @@ def configure(copy: Path, floor: dict) -> None:
     text, n1 = re.subn(r"^only_mutate = .*$", "only_mutate = " + listed(floor["only_mutate"]), text, flags=re.M)
     text, n2 = re.subn(r"^pytest_add_cli_args_test_selection = \[.*?\]$",
                        "pytest_add_cli_args_test_selection = " + listed(floor["tests"]), text, flags=re.M | re.S)
-    if (n1, n2) != (1, 1):
-        raise SystemExit("pyproject's [tool.mutmut] no longer has one only_mutate and one test selection")
+    extra = "".join(f', "{arg}"' for arg in floor.get("args", []))
+    text, n3 = re.subn(r"^(pytest_add_cli_args = \[.*)\]$", lambda m: m.group(1) + extra + "]", text, flags=re.M)
+    if (n1, n2, n3) != (1, 1, 1):
+        raise SystemExit("pyproject's [tool.mutmut] no longer has one only_mutate, one pytest_add_cli_args and one "
+                         "test selection")
     path.write_text(text)
+
+
+def migrated_template(copy: Path, path: Path) -> str:
+    """A SQLite file migrated by the copy's unmutated code, for every pytest mutmut starts to copy per test: each
+    mutant's run is a pytest session of its own, and would otherwise migrate a template first (seconds each)."""
+    env = dict(os.environ, TICKWORK_DATABASE_URL=f"sqlite:///{path}", TICKWORK_QUEUE_URL="immediate",
+               TICKWORK_SECRET_KEY="mutmut-template-secret-key-32-bytes-long")
+    from_copy = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=copy,
+                               capture_output=True, text=True, env=env)
+    if from_copy.returncode != 0:
+        raise SystemExit(f"the template database could not be migrated: {from_copy.stderr[-2000:]}")
+    return str(path)
 
 
 def results(copy: Path) -> list[tuple[str, str]]:
@@ -104,10 +137,12 @@ def main(argv=None) -> int:
     try:
         copy = copy_checkout(tmp)
         configure(copy, floor)
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        if floor.get("database"):
+            env["TICKWORK_TEST_SQLITE_TEMPLATE"] = migrated_template(copy, tmp / "template.db")
         started = time.monotonic()
         run = subprocess.run([mutmut_bin(), "run", "--max-children", str(args.max_children), *args.only], cwd=copy,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                             env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         minutes = (time.monotonic() - started) / 60
         if run.returncode != 0:
             print(run.stderr[-2000:], file=sys.stderr)
