@@ -417,3 +417,38 @@ def test_rows_due_before_the_next_tick_are_read_in_publish_at_then_id_order_with
     assert ahead == [(retried, retry_at), (tied_first, clock.now() + timedelta(seconds=20)),
                      (tied_second, clock.now() + timedelta(seconds=20)), (last, clock.now() + timedelta(seconds=50))]
     assert now_due not in [ident for ident, _ in ahead]
+
+
+def test_the_misfire_sweep_alone_fails_exactly_the_rows_later_than_their_types_window(app, clock, workspace):
+    """The sweep, with no dispatch after it to catch what it misses: a typed kind against its own window, every
+    other kind against the default one, a held row from its hold's ``late_from``, a retried row from its next
+    attempt."""
+    from dataclasses import replace as with_changes
+
+    from models.clock.tick import sweep_misfires
+
+    def due(hours, action_type="publish_post", name="row"):
+        return add_actions(app, workspace, 1, action_type=action_type, due_in=-timedelta(hours=hours),
+                           thing_prefix=name)[0]
+
+    sms_late, sms_on_time = due(2, "send_sms", "sms-late"), due(0.5, "send_sms", "sms-on-time")
+    post_late, post_on_time = due(7, name="post-late"), due(5, name="post-on-time")
+    held_late, retried_on_time = due(3, "send_sms", "held"), due(3, "send_sms", "retried")
+    now = clock.now()
+    with app.app_context(), write_session() as session:
+        channel_id = session.get(ScheduledAction, held_late).channel_id
+        # Held until ten minutes ago, late since two hours ago: the hold does not make it on time.
+        assert lifecycle.hold(session, held_late, channel_id=channel_id, until=now - timedelta(minutes=10),
+                              late_from=now - timedelta(hours=2), cause="rate", message="held", now=now,
+                              actor=Actor.job("test")).ok
+        session.execute(update(ScheduledAction).where(ScheduledAction.id == retried_on_time)
+                        .values(next_attempt_at=now - timedelta(minutes=20)))
+    with app.app_context():
+        # publish_post has no window of its own here: the default (6 h) is its window.
+        policy = with_changes(runtime().policy, max_lateness={"send_sms": timedelta(hours=1)})
+        missed = sweep_misfires(now=now, policy=policy, actor=Actor.job("test"))
+    after = rows(app)
+    assert {i for i, r in after.items() if r.status == "failed"} == {sms_late, post_late, held_late} and missed == 3
+    assert all(after[i].failure_code == "missed_window" for i in (sms_late, post_late, held_late))
+    assert {after[i].status for i in (sms_on_time, post_on_time, retried_on_time)} == {"queued"}
+    assert outbox(app) == []
