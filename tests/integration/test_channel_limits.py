@@ -9,7 +9,7 @@ from sqlalchemy import select
 from werkzeug import Response
 
 from models.actions.tables import ActionHold
-from models.channels.tables import ChannelThrottle
+from models.channels.tables import Channel, ChannelThrottle
 from models.clock.dispatch import DispatchContext, dispatch_actions
 from models.clock.pacing import RATE_GUARD
 from models.core.database import read_session, write_session
@@ -223,3 +223,44 @@ def test_a_send_whose_claim_overran_its_slot_takes_the_channels_next_slot_instea
         assert waits.seconds == [pytest.approx((second + step - first - late_by).total_seconds(), abs=0.002)]
         with read_session() as session:
             assert session.get(ChannelThrottle, channel.id).next_slot_at == second + 2 * step
+
+
+def test_the_queue_pages_throttled_channels_are_this_workspaces_paused_or_holding_ones_with_their_figures(
+        app, clock, httpserver):
+    from models.clock.pacing import ThrottledChannel, pause, throttled_channels
+
+    httpserver.expect_request("/hook").respond_with_json({"id": "ok"})
+    workspace_id = make_channel(app, "webhook", {"url": httpserver.url_for("/hook"), "rate": "1/s"}, name="paced")
+    make_channel(app, "webhook", {"url": "https://hook.test"}, name="paused")
+    make_channel(app, "webhook", {"url": "https://hook.test"}, name="quiet")
+    make_channel(app, "webhook", {"url": "https://hook.test"}, name="was-paused")
+    other = make_channel(app, "webhook", {"url": "https://hook.test"}, name="elsewhere", workspace="Other")
+    start = clock.now()
+    *sent, held_first, held_last = add_actions(app, workspace_id, 4, channel="paced", due_in=-timedelta(minutes=2))
+    held = [held_first, held_last]
+    labels, _ = dispatch(app, [*sent, *held], clock)
+    assert labels == ["published", "published", "held:rate", "held:rate"]  # the second waited for its slot
+    with app.app_context(), write_session() as session:
+        ids = {c.name: c.id for c in session.scalars(select(Channel))}
+        pause(session, ids["paused"], until=start + timedelta(hours=2, minutes=5), reason="429 slow down", now=start)
+        pause(session, ids["was-paused"], until=start - timedelta(seconds=1), reason="long ago", now=start)
+        pause(session, ids["elsewhere"], until=start + timedelta(hours=1), reason="not ours", now=start)
+    with app.app_context(), read_session() as session:
+        shown = throttled_channels(session, workspace_id, clock.now())
+        assert throttled_channels(session, other, clock.now())[0].name == "elsewhere"
+    paced, paused = shown
+    assert [c.name for c in shown] == ["paced", "paused"]
+    assert (paced.limits, paced.held, paced.paused_until, paced.pause_reason) == ("1/s", 2, None, None)
+    assert paced.oldest_due == start - timedelta(minutes=2)
+    assert paced.clear_at == row(app, held_last).next_attempt_at > row(app, held_first).next_attempt_at
+    assert (paused.held, paused.paused_until, paused.pause_reason) == (0, start + timedelta(hours=2, minutes=5),
+                                                                      "429 slow down")
+    assert paused.behind(clock.now()) is None and paused.behind_words(clock.now()) == "0m00s"
+    # How far behind a channel is, in words: minutes and seconds under an hour, hours and minutes above.
+    waiting = ThrottledChannel(1, "x", "1/s", None, None, 3, clear_at=start + timedelta(minutes=3, seconds=7),
+                               oldest_due=start)
+    assert waiting.behind(start) == timedelta(minutes=3, seconds=7) and waiting.behind_words(start) == "3m07s"
+    assert waiting.behind(start + timedelta(minutes=5)) == timedelta(0)
+    assert replace(waiting, clear_at=start + timedelta(hours=2, minutes=4, seconds=59)).behind_words(start) == "2h04m"
+    assert replace(waiting, clear_at=start + timedelta(hours=1)).behind_words(start) == "1h00m"
+    assert replace(waiting, clear_at=start + timedelta(seconds=3599)).behind_words(start) == "59m59s"
