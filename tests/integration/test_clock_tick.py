@@ -452,3 +452,26 @@ def test_the_misfire_sweep_alone_fails_exactly_the_rows_later_than_their_types_w
     assert all(after[i].failure_code == "missed_window" for i in (sms_late, post_late, held_late))
     assert {after[i].status for i in (sms_on_time, post_on_time, retried_on_time)} == {"queued"}
     assert outbox(app) == []
+
+
+def test_a_clock_job_that_raises_is_recorded_finished_with_its_error_and_logged_then_raised_again(app, clock, caplog):
+    """``run_recorded`` outside any app context, on the engine it is given, as a process without Flask would call it."""
+    from models.clock.runs import run_recorded
+    from models.core.database import db
+
+    with app.app_context():
+        engine = db.engine
+
+    def body(run_id):
+        clock.advance(seconds=3)
+        raise RuntimeError(f"no room in run {run_id}")
+
+    with pytest.raises(RuntimeError, match="no room"):
+        run_recorded("sweep-test", body, clock=clock, engine=engine)
+    with app.app_context(), read_session() as session:
+        run = session.scalar(select(ClockRun).where(ClockRun.kind == "sweep-test"))
+    assert run.error == f"RuntimeError: no room in run {run.id}" and run.finished_at == clock.now()
+    assert run.started_at == clock.now() - timedelta(seconds=3) and set(run.summary) == {"duration_ms"}
+    (logged,) = [r for r in caplog.records if r.name == "tickwork.clock"]
+    assert logged.getMessage() == f"clock job sweep-test (run {run.id}) failed" and logged.exc_info[0] is RuntimeError
+    assert run_recorded("sweep-test", lambda run_id: {"swept": run_id}, clock=clock, engine=engine)["swept"] > run.id
