@@ -34,13 +34,13 @@ def finish_run(run_id: int, *, now: datetime, summary: dict, error: str | None =
 HAND_OVER_TAKEN = "hand_over_taken"
 
 
-def mark_hand_over_taken(run_id: int, *, engine: Engine | None = None) -> bool:
+def mark_hand_over_taken(run_id: int) -> bool:
     """Record on tick run ``run_id`` that the marker behind its hand-over was taken: its tasks all were.
 
     False while the tick has not written its summary yet (a fast consumer may take the marker
     before the tick's last steps end): the caller asks again a moment later.
     """
-    with write_session(engine) as session:
+    with write_session() as session:
         summary = session.scalar(select(ClockRun.summary).where(ClockRun.id == run_id).with_for_update())
         if summary is None or HAND_OVER_TAKEN not in summary:
             return session.scalar(select(ClockRun.finished_at).where(ClockRun.id == run_id)) is not None
