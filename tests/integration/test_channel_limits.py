@@ -5,7 +5,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from werkzeug import Response
 
 from models.actions.tables import ActionHold
@@ -264,3 +264,32 @@ def test_the_queue_pages_throttled_channels_are_this_workspaces_paused_or_holdin
     assert replace(waiting, clear_at=start + timedelta(hours=2, minutes=4, seconds=59)).behind_words(start) == "2h04m"
     assert replace(waiting, clear_at=start + timedelta(hours=1)).behind_words(start) == "1h00m"
     assert replace(waiting, clear_at=start + timedelta(seconds=3599)).behind_words(start) == "59m59s"
+
+
+def test_a_pause_keeps_the_longest_until_and_300_characters_of_its_reason_and_a_late_rows_fresh_slot_waits_for_it(
+        app, clock):
+    from models.channels.limits import limits_for
+    from models.clock.pacing import _paused, pause, retake, spacing
+
+    workspace_id = make_channel(app, "webhook", {"url": "https://hook.test", "rate": "2/s"})
+    start = clock.now()
+    with app.app_context():
+        with read_session() as session:
+            channel = session.scalar(select(Channel).where(Channel.workspace_id == workspace_id))
+        limits = limits_for(channel.kind, channel.config)
+        with write_session() as session:
+            # A fresh slot is never before now, whatever the channel's row says.
+            assert retake(session, channel.id, limits, clock) == start
+            session.execute(update(ChannelThrottle).where(ChannelThrottle.channel_id == channel.id)
+                            .values(next_slot_at=start - timedelta(seconds=5),
+                                    paused_until=start - timedelta(seconds=9)))
+            assert retake(session, channel.id, limits, clock) == start
+            pause(session, channel.id, until=start + timedelta(seconds=30), reason="x" * 400, now=start)
+            pause(session, channel.id, until=start + timedelta(seconds=10), reason="shorter", now=start)
+            # A late row's fresh slot waits for the pause, though the channel's next slot comes sooner.
+            assert retake(session, channel.id, limits, clock) == start + timedelta(seconds=30)
+            throttle = session.get(ChannelThrottle, channel.id)
+            assert throttle.next_slot_at == start + timedelta(seconds=30) + spacing(limits.rate)
+            assert throttle.paused_until == start + timedelta(seconds=30) and throttle.pause_reason == "x" * 300
+            throttle.pause_reason = None
+            assert _paused(throttle, start + timedelta(seconds=30)) == "paused until 12:00:30Z by its provider"
