@@ -94,18 +94,6 @@ def configure(copy: Path, floor: dict) -> None:
     path.write_text(text)
 
 
-def migrated_template(copy: Path, path: Path) -> str:
-    """A SQLite file migrated by the copy's unmutated code, for every pytest mutmut starts to copy per test: each
-    mutant's run is a pytest session of its own, and would otherwise migrate a template first (seconds each)."""
-    env = dict(os.environ, TICKWORK_DATABASE_URL=f"sqlite:///{path}", TICKWORK_QUEUE_URL="immediate",
-               TICKWORK_SECRET_KEY="mutmut-template-secret-key-32-bytes-long")
-    from_copy = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "db", "upgrade"], cwd=copy,
-                               capture_output=True, text=True, env=env)
-    if from_copy.returncode != 0:
-        raise SystemExit(f"the template database could not be migrated: {from_copy.stderr[-2000:]}")
-    return str(path)
-
-
 def results(copy: Path) -> list[tuple[str, str]]:
     """(mutant name, status) of every mutant, as `mutmut results --all true` reports them."""
     out = subprocess.run([mutmut_bin(), "results", "--all", "true"], cwd=copy, capture_output=True, text=True,
@@ -138,8 +126,8 @@ def main(argv=None) -> int:
         copy = copy_checkout(tmp)
         configure(copy, floor)
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-        if floor.get("database"):
-            env["TICKWORK_TEST_SQLITE_TEMPLATE"] = migrated_template(copy, tmp / "template.db")
+        if floor.get("database"):  # the first pytest (mutmut's stats run, unmutated) migrates it for every later one
+            env["TICKWORK_TEST_SQLITE_TEMPLATE"] = str(tmp / "template.db")
         started = time.monotonic()
         run = subprocess.run([mutmut_bin(), "run", "--max-children", str(args.max_children), *args.only], cwd=copy,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)

@@ -25,8 +25,8 @@ PG_ADMIN_URL = os.environ.get("TICKWORK_TEST_PG", "postgresql://postgres@127.0.0
 TEST_SECRET = "test-secret-key-for-tickwork-32-bytes-at-least"
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
-# A migrated SQLite file to copy for each test instead of migrating one per run; the copy's migrations must be this
-# checkout's (bench/mutmut.py makes it with `tickwork db upgrade` before its runs).
+# Where the SQLite template lives when several pytest runs share one (bench/mutmut.py starts one per mutant): the
+# first run migrates it, the others copy it as it is.
 SQLITE_TEMPLATE = os.environ.get("TICKWORK_TEST_SQLITE_TEMPLATE")
 # The suite's fakes listen on loopback: the egress policy opens exactly that, for this process and for
 # every child process a test starts (they all inherit the environment), so tests run the real policy.
@@ -119,10 +119,11 @@ class Templates:
     def _build(self, backend: str):
         """A file path on SQLite, a database name on PostgreSQL."""
         if backend == "sqlite":
-            if SQLITE_TEMPLATE:  # a run that starts pytest many times (bench/mutmut.py) migrates once for all
-                return Path(SQLITE_TEMPLATE)
-            path = self.tmp_path_factory.mktemp("template") / "template.db"
-            migrate(f"sqlite:///{path}")
+            path = Path(SQLITE_TEMPLATE or self.tmp_path_factory.mktemp("template") / "template.db")
+            if not path.exists():
+                building = path.with_name(f"{path.name}.{os.getpid()}")  # renamed whole: a reader never sees half
+                migrate(f"sqlite:///{building}")
+                building.replace(path)
             return path
         name = f"tickwork_tpl_{WORKER}_{os.getpid()}"
         _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

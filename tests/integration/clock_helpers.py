@@ -1,5 +1,6 @@
 """Helpers shared by the clock's tests: rows due now, ticks inline, reading rows back."""
 
+import time
 from datetime import timedelta
 
 from sqlalchemy import insert, select
@@ -97,3 +98,13 @@ def give_a_new_secret(app, channel_id: int) -> None:
 
     with app.app_context(), write_session() as session:
         forget_connection(session.get(Channel, channel_id))
+
+
+def wait_until(predicate, timeout: float, what: str):
+    """Poll ``predicate`` every tenth of a second until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")

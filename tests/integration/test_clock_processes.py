@@ -24,7 +24,7 @@ from models.timing.clock import SystemClock
 from models.core.database import read_session, write_session
 from models.channels.outbox import OutboxEntry
 from tests.conftest import ROOT, TEST_SECRET
-from tests.integration.clock_helpers import make_channel
+from tests.integration.clock_helpers import make_channel, wait_until
 from tests.integration.outage_figures import record
 from models.core.runtime import runtime
 
@@ -159,15 +159,6 @@ def test_four_racing_inline_ticks_send_every_action_exactly_once_with_a_valid_si
     assert sum(1 for n in won if n) >= 2, f"only one racer won rows ({won}): no race was run"
     record("racing_ticks", backend, racers=4, rows=ROWS, won_per_racer=won,
            sent_twice=sum(1 for n in hook.received.values() if n > 1), lost=ROWS - len(hook.received))
-
-
-def wait_until(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def stop(process: subprocess.Popen, timeout: float = 15):

@@ -351,6 +351,10 @@ def test_a_tick_goes_on_after_the_latest_finished_ticks_hand_over_only_while_its
         with app.app_context(), read_session() as session:
             return earlier_hand_over(session, current, clock.now(), runtime().policy)
 
+    def change(run_id, **values):
+        with app.app_context(), write_session() as session:
+            session.execute(update(ClockRun).where(ClockRun.id == run_id).values(**values))
+
     def waiting(marker):
         return {"handed_through": through, "hand_over_run": marker}
 
@@ -369,34 +373,23 @@ def test_a_tick_goes_on_after_the_latest_finished_ticks_hand_over_only_while_its
     assert goes_on_after(current) == expected
     assert older < tied < last < current
     # A tick that handed nothing over, or whose summary names no marker, leaves nothing to go on after.
-    with app.app_context(), write_session() as session:
-        session.execute(update(ClockRun).where(ClockRun.id == last).values(
-            summary={"handed_through": through, "hand_over_run": None}))
+    change(last, summary={"handed_through": through, "hand_over_run": None})
     assert goes_on_after(current) is None
-    with app.app_context(), write_session() as session:
-        session.execute(update(ClockRun).where(ClockRun.id == last).values(summary=waiting(marker)))
+    change(last, summary=waiting(marker))
     # The marker has been taken, or is a run that never said: the queue has caught up.
-    with app.app_context(), write_session() as session:
-        session.execute(update(ClockRun).where(ClockRun.id == marker).values(summary={HAND_OVER_TAKEN: True}))
+    change(marker, summary={HAND_OVER_TAKEN: True})
     assert goes_on_after(current) is None
-    with app.app_context(), write_session() as session:
-        session.execute(update(ClockRun).where(ClockRun.id == marker).values(summary={"due": 0}))
+    change(marker, summary={"due": 0})
     assert goes_on_after(current) is None
-    with app.app_context(), write_session() as session:
-        session.execute(update(ClockRun).where(ClockRun.id == marker).values(summary={HAND_OVER_TAKEN: False}))
+    change(marker, summary={HAND_OVER_TAKEN: False})
     assert goes_on_after(current) == expected
     # Both runs count only while they started within the recovery timeout (ten minutes), its last instant included.
     clock.advance(minutes=10)
     assert goes_on_after(current) == expected
-    with app.app_context(), write_session() as session:
-        session.execute(update(ClockRun).where(ClockRun.id == marker).values(
-            started_at=clock.now() - timedelta(minutes=11)))
+    change(marker, started_at=clock.now() - timedelta(minutes=11))
     assert goes_on_after(current) is None
-    with app.app_context(), write_session() as session:
-        session.execute(update(ClockRun).where(ClockRun.id == marker).values(
-            started_at=clock.now() - timedelta(minutes=10)))
-        session.execute(update(ClockRun).where(ClockRun.id == last).values(
-            started_at=clock.now() - timedelta(minutes=11)))
+    change(marker, started_at=clock.now() - timedelta(minutes=10))
+    change(last, started_at=clock.now() - timedelta(minutes=11))
     assert goes_on_after(current) == ((clock.now() - timedelta(minutes=10), 5), marker)  # ``tied`` is the latest now
 
 

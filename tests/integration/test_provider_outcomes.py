@@ -14,7 +14,7 @@ from urllib.parse import parse_qs
 import pytest
 from werkzeug import Response
 
-from tests.integration.clock_helpers import add_actions, events, make_channel, row, tick
+from tests.integration.clock_helpers import add_actions, events, make_channel, row, tick, wait_until
 
 SECRET = "s3cret-token"
 HTTP_KINDS = ["webhook", "postmark", "twilio", "mastodon"]
@@ -240,9 +240,7 @@ def test_no_answer_within_the_provider_timeout_is_an_unknown_outcome(app, httpse
     # The server answers half a second after the send gave up; it is let finish here, or its answer would be
     # logged in the next test's log (the server is the session's).
     answered = lambda: [request for request, _ in httpserver.log if request.method == "POST"]  # noqa: E731
-    deadline = time.monotonic() + 10
-    while not answered() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(answered, 10, "the slow server's answer")
     assert len(answered()) == 1
 
 

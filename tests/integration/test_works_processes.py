@@ -20,7 +20,8 @@ from models.timing.clock import SystemClock
 from models.works.tables import Work, WorkRun, WorkSchedule
 from tests.conftest import ROOT
 from tests.integration.clock_helpers import make_channel
-from tests.integration.test_clock_processes import env_for, flask, stop, wait_until
+from tests.integration.clock_helpers import wait_until
+from tests.integration.test_clock_processes import env_for, flask, stop
 from tests.integration.works_helpers import runs, work_row
 
 pytestmark = pytest.mark.slow

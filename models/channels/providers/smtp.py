@@ -405,21 +405,21 @@ class _SslConnection(smtplib.SMTP_SSL):
         super().__init__(**options)
 
     def _get_socket(self, host, port, timeout):
-        sock = self.context.wrap_socket(_connected(host, port, self.deadline), server_hostname=self._host)
-        try:
-            sock.settimeout(self.deadline.remaining())
-        except TimeoutError:
-            sock.close()
-            raise
-        return sock
+        return _bounded(self.context.wrap_socket(_connected(host, port, self.deadline), server_hostname=self._host),
+                        self.deadline)
 
 
 def _connected(host: str, port: int, deadline: _Deadline) -> socket.socket:
-    """A socket connected through the egress policy's check, waiting only for what is left of ``deadline``.
+    """A socket connected through the egress policy's check, waiting only for what is left of ``deadline``."""
+    return _bounded(connect_socket(host, port, deadline.remaining()), deadline)
 
-    smtplib keeps the socket only once this returns: a deadline that passes in between closes it here.
+
+def _bounded(sock: socket.socket, deadline: _Deadline) -> socket.socket:
+    """``sock`` waiting only for what is left of ``deadline``; closed if it has passed.
+
+    smtplib keeps the socket only once ``_get_socket`` returns: one that met a passed deadline on the
+    way is closed here, not left to the garbage collector.
     """
-    sock = connect_socket(host, port, deadline.remaining())
     try:
         sock.settimeout(deadline.remaining())
     except TimeoutError:
